@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Global counters, read-only in /sys/fs/morselfs: pages (populated data
+ * pages), tables (page-table pages owned by morsels) and morsels (live
+ * morsel objects).  Plain atomics; no locking.
+ */
+#include <linux/fs.h>
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
+
+#include "morsel.h"
+
+atomic_long_t morsel_stat_pages;
+atomic_long_t morsel_stat_tables;
+atomic_long_t morsel_stat_morsels;
+
+static struct kobject *morsel_kobj;
+
+#define MORSEL_COUNTER(name)						\
+static ssize_t name##_show(struct kobject *kobj,			\
+			   struct kobj_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%ld\n",					\
+			  atomic_long_read(&morsel_stat_##name));	\
+}									\
+static struct kobj_attribute name##_attr = __ATTR_RO(name)
+
+MORSEL_COUNTER(pages);
+MORSEL_COUNTER(tables);
+MORSEL_COUNTER(morsels);
+
+static struct attribute *morsel_attrs[] = {
+	&pages_attr.attr,
+	&tables_attr.attr,
+	&morsels_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group morsel_attr_group = {
+	.attrs = morsel_attrs,
+};
+
+int morsel_stats_init(void)
+{
+	int err;
+
+	morsel_kobj = kobject_create_and_add("morselfs", fs_kobj);
+	if (!morsel_kobj)
+		return -ENOMEM;
+	err = sysfs_create_group(morsel_kobj, &morsel_attr_group);
+	if (err)
+		kobject_put(morsel_kobj);
+	return err;
+}
+
+void morsel_stats_exit(void)
+{
+	kobject_put(morsel_kobj);
+}

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The page-table tree owned by one morsel.
+ *
+ * A morsel of order N is a subtree of the x86-64 hierarchy: its root is a
+ * level-N table (1 = PTE table, 2 = PMD, 3 = PUD, 4 = P4D) or, for order 0,
+ * the data page itself.  The entry that points at the root lives in
+ * struct morsel (@root) and has exactly the hardware format, so mounting is
+ * copying that one entry into a process table (mount.c).
+ *
+ * Entries inside the tree carry full rights (present, user, RW, no NX);
+ * each mapping restricts them in its mounting entry.  Leaves are special
+ * PTEs: GUP-fast refuses them and generic code never treats them as
+ * refcounted pages.
+ *
+ * Locking and memory ordering:
+ * - Population (morsel_populate) takes no lock.  A missing table or page is
+ *   allocated and zeroed, then published with a cmpxchg on the empty entry.
+ *   The cmpxchg is a full barrier (LOCK CMPXCHG), so the zeroed contents are
+ *   visible before the entry to other CPUs and to the page walker.  The loser
+ *   of a race frees its copy and continues with the winner's.
+ * - Entries are only ever cleared (morsel_free_range, morsel_set_order,
+ *   morsel_destroy) with m->lock held and no mapping of the morsel (nr_maps
+ *   == 0), after every former mapping was unmounted and its TLB flushed, so
+ *   no CPU walks the tree and no populate runs concurrently.
+ * - Freeing is post-order: a table or page is freed only after every entry
+ *   below it is gone, and the entry pointing at it is cleared before it is
+ *   freed, so an interrupted teardown leaves a consistent smaller tree.
+ */
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/slab.h>
+#include <asm/pgalloc.h>
+
+#include "morsel.h"
+
+#define ENTRY_TABLE	((mentry_t)_PAGE_TABLE)
+
+static inline void *entry_va(mentry_t e)
+{
+	return __va(e & PTE_PFN_MASK);
+}
+
+/* Span in bytes of the object a level-@level entry points to. */
+static inline u64 level_span(int level)
+{
+	return morsel_extent(level);
+}
+
+static inline unsigned int level_index(u64 off, int level)
+{
+	return (off >> (PAGE_SHIFT + 9 * (level - 1))) & (PTRS_PER_PTE - 1);
+}
+
+static void *table_alloc(struct morsel *m, int level)
+{
+	struct ptdesc *pt = pagetable_alloc(GFP_KERNEL | __GFP_ZERO, 0);
+
+	if (!pt)
+		return NULL;
+	if ((level == 1 && !pagetable_pte_ctor(pt)) ||
+	    (level == 2 && !pagetable_pmd_ctor(pt))) {
+		pagetable_free(pt);
+		return NULL;
+	}
+	if (level == 3)
+		pagetable_pud_ctor(pt);
+	atomic_long_inc(&m->nr_tables[level - 1]);
+	atomic_long_inc(&morsel_stat_tables);
+	return ptdesc_address(pt);
+}
+
+static void table_free(struct morsel *m, void *table, int level)
+{
+	struct ptdesc *pt = virt_to_ptdesc(table);
+
+	if (level == 1)
+		pagetable_pte_dtor(pt);
+	else if (level == 2)
+		pagetable_pmd_dtor(pt);
+	else if (level == 3)
+		pagetable_pud_dtor(pt);
+	pagetable_free(pt);
+	atomic_long_dec(&m->nr_tables[level - 1]);
+	atomic_long_dec(&morsel_stat_tables);
+}
+
+static mentry_t table_entry(void *table)
+{
+	return (mentry_t)__pa(table) | ENTRY_TABLE;
+}
+
+static mentry_t page_entry(struct page *page)
+{
+	pte_t pte = pfn_pte(page_to_pfn(page), PAGE_SHARED_EXEC);
+
+	return pte_val(pte_mkspecial(pte_mkdirty(pte_mkyoung(pte))));
+}
+
+static void page_free(struct morsel *m, mentry_t e)
+{
+	__free_page(pfn_to_page((e & PTE_PFN_MASK) >> PAGE_SHIFT));
+	atomic_long_dec(&m->nr_pages);
+	atomic_long_dec(&morsel_stat_pages);
+}
+
+/* Publish @new in the empty @slot; on a lost race return the winner. */
+static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
+{
+	mentry_t old = 0;
+
+	*lost = !try_cmpxchg64(slot, &old, new);
+	return *lost ? old : new;
+}
+
+/**
+ * morsel_populate - make sure the page at byte offset @off is present
+ * @m:   the morsel
+ * @off: offset below morsel_extent(m->order)
+ *
+ * Lock-free; see the top of this file.  Return: 0 or -ENOMEM.
+ */
+int morsel_populate(struct morsel *m, u64 off)
+{
+	mentry_t *slot = &m->root;
+	int level;
+	bool lost;
+
+	for (level = m->order; level > 0; level--) {
+		mentry_t e = READ_ONCE(*slot);
+
+		if (!e) {
+			void *t = table_alloc(m, level);
+
+			if (!t)
+				return -ENOMEM;
+			e = publish(slot, table_entry(t), &lost);
+			if (lost)
+				table_free(m, t, level);
+		}
+		slot = (mentry_t *)entry_va(e) + level_index(off, level);
+	}
+	if (!READ_ONCE(*slot)) {
+		struct page *page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+
+		if (!page)
+			return -ENOMEM;
+		atomic_long_inc(&m->nr_pages);
+		atomic_long_inc(&morsel_stat_pages);
+		publish(slot, page_entry(page), &lost);
+		if (lost) {
+			__free_page(page);
+			atomic_long_dec(&m->nr_pages);
+			atomic_long_dec(&morsel_stat_pages);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Free what the level-@level entry *@slot maps inside [start, end) (offsets
+ * relative to the object @slot points to), post-order.  If the range covers
+ * the whole object, the object itself is freed and *@slot cleared.
+ */
+static void free_level(struct morsel *m, mentry_t *slot, int level,
+		       u64 start, u64 end)
+{
+	mentry_t e = READ_ONCE(*slot);
+
+	if (!e)
+		return;
+	if (level > 0) {
+		mentry_t *table = entry_va(e);
+		u64 child = level_span(level - 1);
+		unsigned int i;
+
+		for (i = start / child; i < DIV_ROUND_UP_ULL(end, child); i++) {
+			u64 base = (u64)i * child;
+
+			free_level(m, &table[i], level - 1,
+				   max(start, base) - base,
+				   min(end, base + child) - base);
+		}
+	}
+	if (start == 0 && end == level_span(level)) {
+		WRITE_ONCE(*slot, 0);
+		if (level > 0)
+			table_free(m, entry_va(e), level);
+		else
+			page_free(m, e);
+	}
+}
+
+/**
+ * morsel_free_range - free pages and tables in [@start, @end)
+ *
+ * Offsets are page aligned and within the extent.  Caller holds m->lock and
+ * the morsel is not mapped.
+ */
+void morsel_free_range(struct morsel *m, u64 start, u64 end)
+{
+	lockdep_assert_held(&m->lock);
+	if (start < end)
+		free_level(m, &m->root, m->order, start, end);
+}
+
+/**
+ * morsel_zero_tail - zero the populated page at @off from @off to its end
+ */
+void morsel_zero_tail(struct morsel *m, u64 off)
+{
+	mentry_t e = m->root;
+	int level;
+
+	lockdep_assert_held(&m->lock);
+	for (level = m->order; level > 0 && e; level--)
+		e = ((mentry_t *)entry_va(e))[level_index(off, level)];
+	if (e && offset_in_page(off))
+		memset((char *)entry_va(e) + offset_in_page(off), 0,
+		       PAGE_SIZE - offset_in_page(off));
+}
+
+/**
+ * morsel_set_order - change the order, keeping offsets below both extents
+ *
+ * Raising adds tables above the old root (which becomes entry 0 of the new
+ * one; nothing is copied).  Lowering frees everything beyond the new extent
+ * and then the tables above the new root.  Caller holds m->lock and the
+ * morsel is not mapped.  Return: 0 or -ENOMEM (order unchanged).
+ */
+int morsel_set_order(struct morsel *m, unsigned int order)
+{
+	void *tables[MORSEL_MAX_ORDER + 1] = { };
+	unsigned int level;
+
+	lockdep_assert_held(&m->lock);
+	if (order > m->order) {
+		for (level = m->order + 1; level <= order; level++) {
+			tables[level] = table_alloc(m, level);
+			if (!tables[level])
+				goto undo;
+		}
+		for (level = m->order + 1; level <= order; level++) {
+			mentry_t *t = tables[level];
+
+			t[0] = m->root;
+			WRITE_ONCE(m->root, table_entry(t));
+		}
+		m->order = order;
+		return 0;
+	}
+	if (order < m->order) {
+		free_level(m, &m->root, m->order, morsel_extent(order),
+			   morsel_extent(m->order));
+		for (level = m->order; level > order; level--) {
+			mentry_t e = m->root, *t;
+
+			if (!e)
+				continue;
+			t = entry_va(e);
+			WRITE_ONCE(m->root, t[0]);
+			t[0] = 0;
+			table_free(m, t, level);
+		}
+		m->order = order;
+	}
+	return 0;
+undo:
+	for (level = m->order + 1; level <= order; level++)
+		if (tables[level])
+			table_free(m, tables[level], level);
+	return -ENOMEM;
+}
+
+/**
+ * morsel_mount_entry - the entry that mounts @m with the given rights
+ *
+ * Return: 0 if nothing is populated (only possible for order 0).
+ */
+mentry_t morsel_mount_entry(struct morsel *m, bool write, bool exec)
+{
+	mentry_t e = READ_ONCE(m->root);
+
+	if (!e)
+		return 0;
+	if (!write)
+		e &= ~(mentry_t)_PAGE_RW;
+	if (!exec)
+		e |= _PAGE_NX & __supported_pte_mask;
+	return e;
+}
+
+struct morsel *morsel_alloc(void)
+{
+	struct morsel *m = kzalloc(sizeof(*m), GFP_KERNEL);
+
+	if (!m)
+		return NULL;
+	mutex_init(&m->lock);
+	atomic_long_inc(&morsel_stat_morsels);
+	return m;
+}
+
+/* Free every page and table (post-order) and the morsel. */
+void morsel_destroy(struct morsel *m)
+{
+	mutex_lock(&m->lock);
+	free_level(m, &m->root, m->order, 0, morsel_extent(m->order));
+	mutex_unlock(&m->lock);
+	mutex_destroy(&m->lock);
+	kfree(m);
+	atomic_long_dec(&morsel_stat_morsels);
+}
+
+int morsel_order_for_size(loff_t size)
+{
+	unsigned int order;
+
+	for (order = 0; order <= MORSEL_MAX_ORDER; order++)
+		if (size <= morsel_extent(order))
+			return order;
+	return -EFBIG;
+}
