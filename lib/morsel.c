@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: LGPL-2.1 OR MIT
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "morsel.h"
+
+#define NEG_ERRNO (errno ? -errno : -EIO)
+
+uint64_t morsel_order_extent(unsigned int order)
+{
+	return order > MORSEL_MAX_ORDER ? 0 : (uint64_t)4096 << (9 * order);
+}
+
+int morsel_order_for_size(uint64_t size)
+{
+	unsigned int order;
+
+	for (order = 0; order <= MORSEL_MAX_ORDER; order++)
+		if (size <= morsel_order_extent(order))
+			return (int)order;
+	return -EFBIG;
+}
+
+int morsel_create(const char *path, uint64_t size, mode_t mode)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	int err;
+
+	if (fd < 0)
+		return NEG_ERRNO;
+	if (size && ftruncate(fd, (off_t)size)) {
+		err = NEG_ERRNO;
+		unlink(path);
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int morsel_open(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC);
+
+	return fd < 0 ? NEG_ERRNO : fd;
+}
+
+int morsel_resize(int fd, uint64_t size)
+{
+	return ftruncate(fd, (off_t)size) ? NEG_ERRNO : 0;
+}
+
+int morsel_stat(int fd, struct morsel_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return ioctl(fd, MORSEL_IOC_STAT, st) ? NEG_ERRNO : 0;
+}
+
+int morsel_map(int fd, void *hint, int prot, int flags, void **addr,
+	       size_t *len)
+{
+	struct morsel_stat st;
+	int mflags = MAP_SHARED;
+	void *p;
+	int err;
+
+	if (flags & ~MORSEL_MAP_FIXED)
+		return -EINVAL;
+	if (flags & MORSEL_MAP_FIXED)
+		mflags |= MAP_FIXED_NOREPLACE;
+	err = morsel_stat(fd, &st);
+	if (err)
+		return err;
+	p = mmap(hint, st.extent, prot, mflags, fd, 0);
+	if (p == MAP_FAILED)
+		return NEG_ERRNO;
+	*addr = p;
+	*len = st.extent;
+	return 0;
+}
+
+int morsel_unmap(void *addr, size_t len)
+{
+	return munmap(addr, len) ? NEG_ERRNO : 0;
+}
+
+int morsel_send_fd(int sock, int fd)
+{
+	char data = 'm';
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : NEG_ERRNO;
+}
+
+int morsel_recv_fd(int sock)
+{
+	char data;
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd;
+
+	n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return NEG_ERRNO;
+	c = CMSG_FIRSTHDR(&msg);
+	if (n == 0 || !c || c->cmsg_level != SOL_SOCKET ||
+	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EBADMSG;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}

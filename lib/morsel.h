@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR MIT */
+/*
+ * libmorsel: user-space access to morselfs.
+ *
+ * Every function returns 0 (or a file descriptor) on success and -errno on
+ * failure; errno is left as the failing system call set it.
+ */
+#ifndef LIBMORSEL_H
+#define LIBMORSEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/morsel.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes covered by an order: 4096 << (9 * order); 0 for a bad order. */
+uint64_t morsel_order_extent(unsigned int order);
+/* Smallest order whose extent is >= size, or -EFBIG. */
+int morsel_order_for_size(uint64_t size);
+
+/* Create a new morsel file of @size bytes (O_EXCL); returns an O_RDWR fd. */
+int morsel_create(const char *path, uint64_t size, mode_t mode);
+/* Open an existing morsel; @flags as for open(2) (O_RDONLY or O_RDWR). */
+int morsel_open(const char *path, int flags);
+/* Set the size (and with it the order) of an unmapped morsel. */
+int morsel_resize(int fd, uint64_t size);
+
+/* morsel_map() flags */
+#define MORSEL_MAP_FIXED	0x1	/* map exactly at @hint (extent aligned) */
+
+/*
+ * Map the whole extent of the morsel behind @fd, MAP_SHARED, at an
+ * extent-aligned address (@hint if given and free).  @prot is PROT_READ,
+ * PROT_READ|PROT_WRITE, optionally with PROT_EXEC.  On success *@addr and
+ * *@len (the extent) describe the mapping.
+ */
+int morsel_map(int fd, void *hint, int prot, int flags, void **addr,
+	       size_t *len);
+int morsel_unmap(void *addr, size_t len);
+
+/* Order, extent, size, populated pages, tables per level, mappings. */
+int morsel_stat(int fd, struct morsel_stat *st);
+
+/* Pass a morsel fd over a connected AF_UNIX socket. */
+int morsel_send_fd(int sock, int fd);
+/* Receive one; returns the new fd (O_CLOEXEC) or -errno. */
+int morsel_recv_fd(int sock);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LIBMORSEL_H */
