@@ -31,7 +31,7 @@ typedef u64 mentry_t;
  * @nr_tables:  table pages per level (index level - 1).
  */
 struct morsel {
-	struct mutex lock;
+	struct mutex lock;	/* see @lock above */
 	unsigned int order;
 	mentry_t root;
 	atomic_t nr_maps;

@@ -234,6 +234,16 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 	unsigned int level;
 
 	lockdep_assert_held(&m->lock);
+	if (order > m->order && !m->root) {
+		/* Nothing to keep: the new root is one empty table. */
+		mentry_t *t = table_alloc(m, order);
+
+		if (!t)
+			return -ENOMEM;
+		WRITE_ONCE(m->root, table_entry(t));
+		m->order = order;
+		return 0;
+	}
 	if (order > m->order) {
 		for (level = m->order + 1; level <= order; level++) {
 			tables[level] = table_alloc(m, level);
