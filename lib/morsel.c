@@ -89,48 +89,55 @@ int morsel_unmap(void *addr, size_t len)
 	return munmap(addr, len) ? NEG_ERRNO : 0;
 }
 
-int morsel_send_fd(int sock, int fd)
-{
-	char data = 'm';
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+/* One byte of data plus room for one SCM_RIGHTS descriptor. */
+struct fd_msg {
+	char data;
+	struct iovec iov;
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	struct msghdr msg;
+};
 
-	memset(&u, 0, sizeof(u));
+static void fd_msg_init(struct fd_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->data = 'm';
+	m->iov.iov_base = &m->data;
+	m->iov.iov_len = 1;
+	m->msg.msg_iov = &m->iov;
+	m->msg.msg_iovlen = 1;
+	m->msg.msg_control = m->u.buf;
+	m->msg.msg_controllen = sizeof(m->u.buf);
+}
+
+int morsel_send_fd(int sock, int fd)
+{
+	struct fd_msg m;
+	struct cmsghdr *c;
+
+	fd_msg_init(&m);
+	c = CMSG_FIRSTHDR(&m.msg);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : NEG_ERRNO;
+	return sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1 ? 0 : NEG_ERRNO;
 }
 
 int morsel_recv_fd(int sock)
 {
-	char data;
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
+	struct fd_msg m;
 	struct cmsghdr *c;
 	ssize_t n;
 	int fd;
 
-	n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	fd_msg_init(&m);
+	n = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return NEG_ERRNO;
-	c = CMSG_FIRSTHDR(&msg);
+	c = CMSG_FIRSTHDR(&m.msg);
 	if (n == 0 || !c || c->cmsg_level != SOL_SOCKET ||
 	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
 		return -EBADMSG;
