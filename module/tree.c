@@ -113,6 +113,36 @@ static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
 	return *lost ? old : new;
 }
 
+/*
+ * Walk to the leaf entry for byte offset @off.  With @alloc, missing tables
+ * are created and published lock-free; without, a missing table ends the
+ * walk.  Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM).
+ */
+static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
+{
+	mentry_t *slot = &m->root;
+	int level;
+	bool lost;
+
+	for (level = m->order; level > 0; level--) {
+		mentry_t e = READ_ONCE(*slot);
+
+		if (!e && !alloc)
+			return NULL;
+		if (!e) {
+			void *t = table_alloc(m, level);
+
+			if (!t)
+				return ERR_PTR(-ENOMEM);
+			e = publish(slot, table_entry(t), &lost);
+			if (lost)
+				table_free(m, t, level);
+		}
+		slot = (mentry_t *)entry_va(e) + level_index(off, level);
+	}
+	return slot;
+}
+
 /**
  * morsel_populate - make sure the page at byte offset @off is present
  * @m:   the morsel
@@ -122,37 +152,24 @@ static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
  */
 int morsel_populate(struct morsel *m, u64 off)
 {
-	mentry_t *slot = &m->root;
-	int level;
+	mentry_t *slot = leaf_slot(m, off, true);
+	struct page *page;
 	bool lost;
 
-	for (level = m->order; level > 0; level--) {
-		mentry_t e = READ_ONCE(*slot);
-
-		if (!e) {
-			void *t = table_alloc(m, level);
-
-			if (!t)
-				return -ENOMEM;
-			e = publish(slot, table_entry(t), &lost);
-			if (lost)
-				table_free(m, t, level);
-		}
-		slot = (mentry_t *)entry_va(e) + level_index(off, level);
-	}
-	if (!READ_ONCE(*slot)) {
-		struct page *page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
-
-		if (!page)
-			return -ENOMEM;
-		atomic_long_inc(&m->nr_pages);
-		atomic_long_inc(&morsel_stat_pages);
-		publish(slot, page_entry(page), &lost);
-		if (lost) {
-			__free_page(page);
-			atomic_long_dec(&m->nr_pages);
-			atomic_long_dec(&morsel_stat_pages);
-		}
+	if (IS_ERR(slot))
+		return PTR_ERR(slot);
+	if (READ_ONCE(*slot))
+		return 0;
+	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+	if (!page)
+		return -ENOMEM;
+	atomic_long_inc(&m->nr_pages);
+	atomic_long_inc(&morsel_stat_pages);
+	publish(slot, page_entry(page), &lost);
+	if (lost) {
+		__free_page(page);
+		atomic_long_dec(&m->nr_pages);
+		atomic_long_dec(&morsel_stat_pages);
 	}
 	return 0;
 }
@@ -209,14 +226,12 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  */
 void morsel_zero_tail(struct morsel *m, u64 off)
 {
-	mentry_t e = m->root;
-	int level;
+	mentry_t *slot;
 
 	lockdep_assert_held(&m->lock);
-	for (level = m->order; level > 0 && e; level--)
-		e = ((mentry_t *)entry_va(e))[level_index(off, level)];
-	if (e && offset_in_page(off))
-		memset((char *)entry_va(e) + offset_in_page(off), 0,
+	slot = leaf_slot(m, off, false);
+	if (slot && *slot && offset_in_page(off))
+		memset((char *)entry_va(*slot) + offset_in_page(off), 0,
 		       PAGE_SIZE - offset_in_page(off));
 }
 
