@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * morselfs: every regular file is a morsel.
+ * morselfs: the super block, inodes, and sizes.  Every regular file is a
+ * morsel (file.c has its file operations, ioctl.c its ioctls).
  *
  * Names, permissions, links and fd passing come from the VFS (libfs, like
  * ramfs).  The file size chooses the order: the smallest order whose extent
- * is >= i_size (a new, empty file is order 0 and owns no memory).  mmap
- * maps the whole extent at an extent-aligned address; the length may be
- * anything from 1 byte to the extent (f_op->mmap_len rounds it up).
+ * is >= i_size (a new, empty file is order 0 and owns no memory).  The
+ * largest size is the extent of order 4 (256 TiB) with 5-level paging and
+ * of order 3 (512 GiB) with 4-level paging, where an order-4 morsel could
+ * never be mapped; s_maxbytes makes the VFS refuse more with -EFBIG.
  *
- * Locking: i_rwsem (held by the VFS around setattr) orders size changes;
- * m->lock orders them against mmap (nr_maps is raised under it), so the
- * order never changes while a VMA exists.  Population needs no lock (tree.c).
+ * Locking: i_rwsem (held by the VFS around setattr and by file.c around
+ * writes) orders size changes; m->lock orders them against new mappings
+ * (nr_maps is raised under it), so the order never changes while a VMA
+ * exists.  Population needs no lock (tree.c).
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
@@ -23,86 +26,75 @@
 
 #include "morsel.h"
 
-/* Orders this version supports; 3 and 4 are refused with -EOPNOTSUPP. */
-#define MORSEL_SUPPORTED_ORDER	2
-
 static const struct inode_operations morsel_dir_iops;
 static const struct inode_operations morsel_file_iops;
-static const struct file_operations morsel_fops;
-
-static struct morsel *file_morsel(struct file *file)
-{
-	return file_inode(file)->i_private;
-}
-
-/* ---- mmap ---- */
-
-static unsigned long morsel_mmap_len(struct file *file, unsigned long len)
-{
-	u64 extent = morsel_extent(READ_ONCE(file_morsel(file)->order));
-
-	return len <= extent ? extent : -EINVAL;
-}
-
-static unsigned long morsel_get_unmapped_area(struct file *file,
-					      unsigned long addr,
-					      unsigned long len,
-					      unsigned long pgoff,
-					      unsigned long flags)
-{
-	u64 extent = morsel_extent(READ_ONCE(file_morsel(file)->order));
-	struct mm_struct *mm = current->mm;
-	unsigned long area;
-
-	if (pgoff || len != extent)
-		return -EINVAL;
-	if (flags & MAP_FIXED)
-		return IS_ALIGNED(addr, extent) ? addr : -EINVAL;
-	if (addr) {
-		addr = ALIGN(addr, extent);
-		area = mm_get_unmapped_area(mm, NULL, addr, len, 0, flags);
-		if (area == addr)
-			return addr;
-	}
-	/* Ask for one extent more and align inside it, as THP does. */
-	if (len + extent < len)
-		return -ENOMEM;
-	area = mm_get_unmapped_area(mm, NULL, 0, len + extent, 0, flags);
-	if (IS_ERR_VALUE(area))
-		return area;
-	return ALIGN(area, extent);
-}
-
-static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
-{
-	struct morsel *m = file_morsel(file);
-	unsigned long len = vma->vm_end - vma->vm_start;
-	int err = 0;
-
-	if (!(vma->vm_flags & VM_MAYSHARE) || vma->vm_pgoff)
-		return -EINVAL;
-	mutex_lock(&m->lock);
-	if (len != morsel_extent(m->order) ||
-	    !IS_ALIGNED(vma->vm_start, morsel_extent(m->order)))
-		err = -EINVAL;
-	else
-		atomic_inc(&m->nr_maps);
-	mutex_unlock(&m->lock);
-	if (err)
-		return err;
-
-	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
-	if (!(vma->vm_flags & VM_WRITE))
-		vm_flags_clear(vma, VM_MAYWRITE);
-	if (!(vma->vm_flags & VM_EXEC))
-		vm_flags_clear(vma, VM_MAYEXEC);
-	vma->vm_private_data = m;
-	vma->vm_ops = &morsel_vm_ops;
-	return 0;
-}
 
 /* ---- size ---- */
 
+/*
+ * May @m, which is not mapped, take order @order?  Not while mapped, and a
+ * bound morsel keeps its address only if it stays aligned and in range.
+ */
+static int order_change_ok(struct morsel *m, unsigned int order)
+{
+	u64 extent = morsel_extent(order);
+
+	lockdep_assert_held(&m->lock);
+	if (m->nr_maps)
+		return -EBUSY;
+	if (m->bound && (!IS_ALIGNED(m->bound, extent) ||
+			 m->bound + extent > TASK_SIZE_MAX))
+		return -EBUSY;
+	return 0;
+}
+
+/**
+ * morsel_grow_order - raise the order so that @size fits in the extent
+ *
+ * For writes and fallocate beyond the extent; the size itself is set by the
+ * caller once data is there.  Caller holds the inode lock.
+ * Return: 0, -EFBIG, -EBUSY (mapped, or bound to an address the new extent
+ * does not fit) or -ENOMEM.
+ */
+int morsel_grow_order(struct morsel *m, loff_t size)
+{
+	int order = morsel_order_for_size(size);
+	int err = 0;
+
+	if (order < 0)
+		return order;
+	mutex_lock(&m->lock);
+	if (order > m->order) {
+		err = order_change_ok(m, order);
+		if (!err)
+			err = morsel_set_order(m, order);
+	}
+	mutex_unlock(&m->lock);
+	return err;
+}
+
+/**
+ * morsel_fit_order - lower the order again to the one the size needs
+ *
+ * Undoes morsel_grow_order after a write or fallocate that failed before
+ * the size grew.  Caller holds the inode lock.
+ */
+void morsel_fit_order(struct inode *inode)
+{
+	struct morsel *m = inode->i_private;
+	int order = morsel_order_for_size(i_size_read(inode));
+
+	mutex_lock(&m->lock);
+	if (order >= 0 && order < m->order && !m->nr_maps)
+		morsel_set_order(m, order);
+	mutex_unlock(&m->lock);
+}
+
+/*
+ * Set the size.  Growing within the extent is always allowed; shrinking or
+ * a change of order is refused while the morsel is mapped.  Shrinking frees
+ * what was cut off and zeroes the rest of the last page.
+ */
 static int morsel_resize(struct inode *inode, loff_t size)
 {
 	struct morsel *m = inode->i_private;
@@ -112,16 +104,14 @@ static int morsel_resize(struct inode *inode, loff_t size)
 
 	if (order < 0)
 		return order;
-	if (order > MORSEL_SUPPORTED_ORDER)
-		return -EOPNOTSUPP;
 	mutex_lock(&m->lock);
-	if (atomic_read(&m->nr_maps) && (size < old || order != m->order)) {
-		err = -EBUSY;
+	if (size < old || order != m->order)
+		err = order_change_ok(m, order);
+	if (err)
 		goto out;
-	}
 	if (size < old) {
 		morsel_free_range(m, PAGE_ALIGN(size), morsel_extent(m->order));
-		morsel_zero_tail(m, size);
+		morsel_zero_range(m, size, PAGE_ALIGN(size));
 	}
 	err = morsel_set_order(m, order);
 	if (!err)
@@ -148,42 +138,6 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	}
 	setattr_copy(idmap, inode, attr);
 	return 0;
-}
-
-/* ---- ioctl ---- */
-
-static long morsel_ioctl_stat(struct morsel *m, struct inode *inode,
-			      struct morsel_stat __user *arg)
-{
-	struct morsel_stat st;
-	int i;
-
-	if (copy_from_user(&st, arg, sizeof(st)))
-		return -EFAULT;
-	if (st.flags || memchr_inv(st.reserved, 0, sizeof(st.reserved)))
-		return -EINVAL;
-	memset(&st, 0, sizeof(st));
-	mutex_lock(&m->lock);
-	st.order = m->order;
-	st.extent = morsel_extent(m->order);
-	st.size = i_size_read(inode);
-	st.pages = atomic_long_read(&m->nr_pages);
-	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
-		st.tables[i] = atomic_long_read(&m->nr_tables[i]);
-	st.mappings = atomic_read(&m->nr_maps);
-	mutex_unlock(&m->lock);
-	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
-}
-
-static long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
-{
-	switch (cmd) {
-	case MORSEL_IOC_STAT:
-		return morsel_ioctl_stat(file_morsel(file), file_inode(file),
-					 (void __user *)arg);
-	default:
-		return -ENOTTY;
-	}
 }
 
 /* ---- inodes ---- */
@@ -273,17 +227,6 @@ static const struct inode_operations morsel_file_iops = {
 	.getattr = simple_getattr,
 };
 
-static const struct file_operations morsel_fops = {
-	.owner = THIS_MODULE,
-	.llseek = generic_file_llseek,
-	.mmap = morsel_mmap,
-	.mmap_len = morsel_mmap_len,
-	.get_unmapped_area = morsel_get_unmapped_area,
-	.unlocked_ioctl = morsel_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.fsync = noop_fsync,
-};
-
 /* ---- super block ---- */
 
 static const struct super_operations morsel_sops = {
@@ -296,7 +239,7 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 {
 	struct inode *root;
 
-	sb->s_maxbytes = morsel_extent(MORSEL_MAX_ORDER);
+	sb->s_maxbytes = morsel_extent(pgtable_l5_enabled() ? 4 : 3);
 	sb->s_blocksize = PAGE_SIZE;
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_magic = MORSELFS_MAGIC;

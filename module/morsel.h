@@ -3,7 +3,9 @@
  * Internal interface between the parts of the morsel module:
  *   tree.c   the morsel's own page-table tree (populate, free, re-root)
  *   mount.c  mounting a morsel into processes (fault, unmount, vm_ops)
- *   fs.c     morselfs: files, sizes, mmap, ioctls
+ *   fs.c     morselfs: super block, inodes, sizes
+ *   file.c   file operations: mmap placement, read/write, fallocate
+ *   ioctl.c  the MORSEL_IOC_* ioctls
  *   stats.c  global counters in /sys/fs/morselfs
  */
 #ifndef MORSEL_INTERNAL_H
@@ -20,13 +22,16 @@ typedef u64 mentry_t;
 
 /**
  * struct morsel - one memory object
- * @lock:       serialises order changes (truncate) against new mappings.
- * @order:      0..MORSEL_MAX_ORDER; changes only under @lock with
- *              @nr_maps == 0, so a fault may read it without locking.
+ * @lock:       serialises order changes, eviction, binding and the list of
+ *              mappings (see fs.c and mount.c for the lock order).
+ * @order:      0..MORSEL_MAX_ORDER; changes only under @lock with no
+ *              mapping, so a fault may read it without locking.
  * @root:       entry for the root: a table entry pointing at the level-@order
  *              table (order >= 1) or a leaf PTE for the data page (order 0);
  *              0 while nothing is populated.  Filled with cmpxchg.
- * @nr_maps:    VMAs mapping this morsel (mmap, fork, mremap copies).
+ * @maps:       struct morsel_map of every VMA mapping the morsel.
+ * @nr_maps:    length of @maps.
+ * @bound:      address every mapping must use, or 0.
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
  */
@@ -34,9 +39,25 @@ struct morsel {
 	struct mutex lock;	/* see @lock above */
 	unsigned int order;
 	mentry_t root;
-	atomic_t nr_maps;
+	struct list_head maps;
+	unsigned int nr_maps;
+	u64 bound;
 	atomic_long_t nr_pages;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
+};
+
+/**
+ * struct morsel_map - one VMA mapping a morsel (vma->vm_private_data)
+ * @node:    in morsel->maps, under morsel->lock.
+ * @vma:     the VMA; valid while on the list (->close removes it).
+ * @morsel:  the morsel.
+ * @mounted: the VMA's mount entry is present (set and cleared with it).
+ */
+struct morsel_map {
+	struct list_head node;
+	struct vm_area_struct *vma;
+	struct morsel *morsel;
+	bool mounted;
 };
 
 static inline u64 morsel_extent(unsigned int order)
@@ -50,16 +71,31 @@ int morsel_order_for_size(loff_t size);
 /* tree.c */
 struct morsel *morsel_alloc(void);
 void morsel_destroy(struct morsel *m);
-int morsel_populate(struct morsel *m, u64 off);
+struct page *morsel_populate(struct morsel *m, u64 off);
+int morsel_populate_range(struct morsel *m, u64 start, u64 end);
+struct page *morsel_lookup(struct morsel *m, u64 off);
 int morsel_set_order(struct morsel *m, unsigned int order);
 void morsel_free_range(struct morsel *m, u64 start, u64 end);
-void morsel_zero_tail(struct morsel *m, u64 off);
+void morsel_evict_mapped(struct morsel *m, u64 start, u64 end);
+void morsel_zero_range(struct morsel *m, u64 start, u64 end);
 mentry_t morsel_mount_entry(struct morsel *m, bool write, bool exec);
 
 /* mount.c */
 extern const struct vm_operations_struct morsel_vm_ops;
+int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma);
+void morsel_flush_mappers(struct morsel *m, u64 start, u64 end);
+bool morsel_top_level_mount(unsigned int order);
+
+/* file.c */
+extern const struct file_operations morsel_fops;
+int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end);
+
+/* ioctl.c */
+long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* fs.c */
+int morsel_grow_order(struct morsel *m, loff_t size);
+void morsel_fit_order(struct inode *inode);
 int morselfs_register(void);
 void morselfs_unregister(void);
 
@@ -67,6 +103,7 @@ void morselfs_unregister(void);
 extern atomic_long_t morsel_stat_pages;
 extern atomic_long_t morsel_stat_tables;
 extern atomic_long_t morsel_stat_morsels;
+extern atomic_long_t morsel_stat_mounts;
 int morsel_stats_init(void);
 void morsel_stats_exit(void);
 

@@ -1,40 +1,56 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Mounting morsels into processes.
+ * Mounting morsels into processes, and knowing where they are mounted.
  *
- * A VMA of a morsel covers exactly one extent, naturally aligned (fs.c
+ * A VMA of a morsel covers exactly one extent, naturally aligned (file.c
  * enforces it).  It is mounted by one entry in the process's own tables,
- * one level above the morsel's root: a PTE (order 0), PMD (order 1) or PUD
- * (order 2) entry.  The entry is the morsel's root entry with the rights of
- * this mapping: _PAGE_RW only for a writable VMA, _PAGE_NX unless the VMA
- * is executable.  The hardware checks RW and NX at every level, so the
- * morsel's own entries can stay fully permissive.
+ * one level above the morsel's root: a PTE (order 0), PMD (order 1), PUD
+ * (order 2), P4D (order 3) or PGD (order 4) entry.  With 4-level paging
+ * the P4D level is folded into the PGD, so order 3 mounts in a PGD entry
+ * and order 4 does not exist (fs.c caps the size).  The entry is the
+ * morsel's root entry with the rights of this mapping: _PAGE_RW only for a
+ * writable VMA, _PAGE_NX unless the VMA is executable.  The hardware checks
+ * RW and NX at every level, so the morsel's own entries stay permissive.
  *
  * The kernel patch gives us two hooks (vm_ops->pgtable_fault and
  * ->pgtable_unmount); with them no generic walker ever enters the morsel:
- * - fault: our handler replaces the generic walk.  It allocates the process
+ * - mmap: morsel_map_vma() mounts at once, so a populated morsel takes no
+ *   fault at all.
+ * - fault (fork children, after mremap, order 0 before its page exists):
+ *   our handler replaces the generic walk.  It allocates the process
  *   tables above the mount with the generic allocators (same locks and
- *   pgtables_bytes accounting as a normal fault), populates the morsel and
- *   writes the mount entry.
- * - munmap, exit, MAP_FIXED over the VMA, mremap: ->pgtable_unmount clears
- *   the mount and flushes the mm's TLB before generic code zaps, frees or
- *   moves tables, so they see an empty entry.
- * - fork: the patched vma_needs_copy() does not copy the VMA's tables; the
- *   child mounts on its first fault.
- * VMA flags VM_PFNMAP|VM_IO|VM_DONTEXPAND|VM_DONTDUMP make GUP, madvise
- * (DONTNEED, FREE, COLD, PAGEOUT), page walkers, NUMA balancing, the OOM
- * reaper, khugepaged, mlock, KSM and userfaultfd skip or refuse the VMA;
- * ->may_split and ->mprotect refuse splits and protection changes.
+ *   pgtables_bytes accounting as a normal fault), populates the morsel
+ *   and writes the mount entry.  The generic path never allocates a table
+ *   inside a morsel, so an order-3/4 morsel needs only its root table.
+ * - munmap, exit, MAP_FIXED over the VMA, mremap:
+ *   ->pgtable_unmount clears the mount and flushes the mm's TLB before
+ *   generic code zaps, frees or moves tables, so they see an empty entry.
+ * - fork: the patched vma_needs_copy() does not copy the VMA's tables.
+ * - GUP: ->find_special_page names the page behind a leaf (kernel patch
+ *   0005 lets GUP use it); GUP-fast refuses the special leaves, so the slow
+ *   path checks VM_WRITE, which mirrors the mount entry's RW bit.
+ * VMA flags VM_PFNMAP|VM_IO|VM_DONTEXPAND|VM_DONTDUMP make madvise
+ * (DONTNEED, FREE, COLD, PAGEOUT), page walkers (smaps, clear_refs,
+ * pagemap), NUMA balancing, khugepaged, mlock and KSM skip or refuse the
+ * VMA; ->may_split and ->mprotect refuse splits and protection changes.
  *
- * Locking: a fault runs under the VMA read lock or mmap_lock (read).  The
- * mount entry is owned by this VMA alone (the VMA spans the whole entry), so
- * a cmpxchg from 0 is enough against a concurrent fault; unmount runs with
+ * Mapping tracking: every VMA has a struct morsel_map on its morsel's list
+ * (added by mmap and ->open, removed by ->close, all under m->lock).
+ * Eviction flushes the TLB of every mm on the list; a VMA joins the list
+ * before it is first mounted and leaves it only after its last unmount.
+ *
+ * Locking: mmap_lock (or the VMA lock) -> m->lock.  A fault runs under the
+ * VMA read lock or mmap_lock (read) and takes no lock of ours.  The mount
+ * entry is owned by this VMA alone (the VMA spans the whole entry), so a
+ * cmpxchg from 0 is enough against a concurrent fault; unmount runs with
  * the VMA write-locked (munmap, mremap) or the mm dying (exit), so no fault
- * races with it.  m->order cannot change while the VMA exists (nr_maps > 0).
+ * races with it.  m->order cannot change while the VMA exists
+ * (nr_maps > 0).
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/pgtable.h>
+#include <linux/slab.h>
 #include <asm/tlbflush.h>
 
 #include "morsel.h"
@@ -47,9 +63,30 @@ void flush_tlb_mm_range(struct mm_struct *mm, unsigned long start,
 			unsigned long end, unsigned int stride_shift,
 			bool freed_tables);
 
-static struct morsel *vma_morsel(struct vm_area_struct *vma)
+static struct morsel_map *vma_map(struct vm_area_struct *vma)
 {
 	return vma->vm_private_data;
+}
+
+static struct morsel *vma_morsel(struct vm_area_struct *vma)
+{
+	return vma_map(vma)->morsel;
+}
+
+/* Does an order-@order morsel mount in a PGD entry? */
+static bool pgd_mount(unsigned int order)
+{
+	return order == 4 || (order == 3 && !pgtable_l5_enabled());
+}
+
+/*
+ * With page-table isolation a user PGD entry must also be written to the
+ * user copy of the PGD (set_pgd does that, under mm->page_table_lock); the
+ * lock-free mount cannot, so such mounts are refused (fs.c: -EOPNOTSUPP).
+ */
+bool morsel_top_level_mount(unsigned int order)
+{
+	return pgd_mount(order) && cpu_feature_enabled(X86_FEATURE_PTI);
 }
 
 /*
@@ -65,11 +102,15 @@ static mentry_t *mount_slot(struct mm_struct *mm, unsigned long addr,
 	pud_t *pud;
 	pmd_t *pmd;
 
-	if (order >= 3)		/* orders 3 and 4 are refused by fs.c */
-		return NULL;
+	if (order == 4)
+		return (mentry_t *)pgd;
 	if (alloc) {
-		p4d = p4d_alloc(mm, pgd, addr);
-		pud = p4d ? pud_alloc(mm, p4d, addr) : NULL;
+		p4d = p4d_alloc(mm, pgd, addr);	/* the PGD entry when folded */
+		if (!p4d)
+			return NULL;
+		if (order == 3)
+			return (mentry_t *)p4d;
+		pud = pud_alloc(mm, p4d, addr);
 		if (!pud)
 			return NULL;
 		if (order == 2)
@@ -85,6 +126,8 @@ static mentry_t *mount_slot(struct mm_struct *mm, unsigned long addr,
 		if (pgd_none(*pgd))
 			return NULL;
 		p4d = p4d_offset(pgd, addr);
+		if (order == 3)
+			return (mentry_t *)p4d;
 		if (p4d_none(*p4d))
 			return NULL;
 		pud = pud_offset(p4d, addr);
@@ -103,32 +146,95 @@ static mentry_t *mount_slot(struct mm_struct *mm, unsigned long addr,
 	return (mentry_t *)pte_offset_kernel(pmd, addr);
 }
 
+/*
+ * Write the mount entry of @vma if it is empty.  Return: 0, -ENOMEM, or
+ * -EEXIST if a foreign entry is in the way (which would be a bug).
+ */
+static int mount(struct vm_area_struct *vma)
+{
+	struct morsel *m = vma_morsel(vma);
+	mentry_t *slot, want, cur = 0;
+
+	want = morsel_mount_entry(m, vma->vm_flags & VM_WRITE,
+				  vma->vm_flags & VM_EXEC);
+	if (!want)		/* order 0 before its page exists */
+		return 0;
+	slot = mount_slot(vma->vm_mm, vma->vm_start, m->order, true);
+	if (!slot)
+		return -ENOMEM;
+	if (try_cmpxchg64(slot, &cur, want)) {
+		WRITE_ONCE(vma_map(vma)->mounted, true);
+		atomic_long_inc(&morsel_stat_mounts);
+		return 0;
+	}
+	/* Already mounted (by a racing fault, or a stale TLB entry). */
+	if ((cur & PTE_PFN_MASK) != (want & PTE_PFN_MASK)) {
+		pr_err_ratelimited("morsel: foreign entry %llx at %lx\n",
+				   cur, vma->vm_start);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+/**
+ * morsel_map_vma - set up a new VMA of @m and mount it
+ *
+ * Called by ->mmap with mmap_lock held for writing; the VMA is not yet in
+ * the mm's tree, but mmap_region() no longer fails after ->mmap succeeds,
+ * and unmap_region() (which calls ->pgtable_unmount) undoes it if it did.
+ * A failed mount is not an error: the first fault retries it.
+ */
+int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
+{
+	struct morsel_map *map = kzalloc(sizeof(*map), GFP_KERNEL);
+
+	if (!map)
+		return -ENOMEM;
+	map->vma = vma;
+	map->morsel = m;
+	mutex_lock(&m->lock);
+	list_add(&map->node, &m->maps);
+	m->nr_maps++;
+	mutex_unlock(&m->lock);
+	vma->vm_private_data = map;
+	vma->vm_ops = &morsel_vm_ops;
+	mount(vma);
+	return 0;
+}
+
+/**
+ * morsel_flush_mappers - flush [@start, @end) of @m from every mapper's TLB
+ *
+ * Offsets into the morsel.  Caller holds m->lock, so every VMA on the list
+ * (and its mm) stays alive.
+ */
+void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
+{
+	struct morsel_map *map;
+
+	lockdep_assert_held(&m->lock);
+	list_for_each_entry(map, &m->maps, node)
+		flush_tlb_mm_range(map->vma->vm_mm, map->vma->vm_start + start,
+				   map->vma->vm_start + end, PAGE_SHIFT, false);
+}
+
 static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct morsel *m = vma_morsel(vma);
 	u64 off = vmf->address - vma->vm_start;
-	mentry_t *slot, want, cur;
+	struct page *page;
+	int err;
 
 	if (off >= PAGE_ALIGN(i_size_read(file_inode(vma->vm_file))))
 		return VM_FAULT_SIGBUS;
-	if (morsel_populate(m, off))
+	page = morsel_populate(m, off);
+	if (IS_ERR(page))
 		return VM_FAULT_OOM;
-	slot = mount_slot(vma->vm_mm, vma->vm_start, m->order, true);
-	if (!slot)
+	err = mount(vma);
+	if (err == -ENOMEM)
 		return VM_FAULT_OOM;
-	want = morsel_mount_entry(m, vma->vm_flags & VM_WRITE,
-				  vma->vm_flags & VM_EXEC);
-	cur = 0;
-	if (try_cmpxchg64(slot, &cur, want))
-		return VM_FAULT_NOPAGE;
-	/* Already mounted (by a racing fault, or a stale TLB entry). */
-	if ((cur & PTE_PFN_MASK) != (want & PTE_PFN_MASK)) {
-		pr_err_ratelimited("morsel: foreign entry %llx at %lx\n",
-				   cur, vmf->address);
-		return VM_FAULT_SIGBUS;
-	}
-	return VM_FAULT_NOPAGE;
+	return err ? VM_FAULT_SIGBUS : VM_FAULT_NOPAGE;
 }
 
 static void morsel_pgtable_unmount(struct vm_area_struct *vma,
@@ -140,8 +246,16 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 	slot = mount_slot(vma->vm_mm, vma->vm_start, m->order, false);
 	if (!slot || !xchg(slot, 0))
 		return;
+	WRITE_ONCE(vma_map(vma)->mounted, false);
 	flush_tlb_mm_range(vma->vm_mm, vma->vm_start, vma->vm_end,
 			   PAGE_SHIFT, true);
+}
+
+/* GUP's slow path asks this for the page behind a (special) leaf PTE. */
+static struct page *morsel_find_special_page(struct vm_area_struct *vma,
+					     unsigned long addr)
+{
+	return morsel_lookup(vma_morsel(vma), addr - vma->vm_start);
 }
 
 /* Never reached: ->pgtable_fault handles every fault. */
@@ -150,14 +264,37 @@ static vm_fault_t morsel_vm_fault(struct vm_fault *vmf)
 	return VM_FAULT_SIGBUS;
 }
 
+/*
+ * A copy of a VMA (fork, mremap) joins the list.  ->open cannot fail, and
+ * the entry is small, so the allocation must not either.
+ */
 static void morsel_vm_open(struct vm_area_struct *vma)
 {
-	atomic_inc(&vma_morsel(vma)->nr_maps);
+	struct morsel_map *old = vma_map(vma);
+	struct morsel *m = old->morsel;
+	struct morsel_map *map = kzalloc(sizeof(*map),
+					 GFP_KERNEL | __GFP_NOFAIL);
+
+	map->vma = vma;
+	map->morsel = m;
+	mutex_lock(&m->lock);
+	list_add(&map->node, &m->maps);
+	m->nr_maps++;
+	mutex_unlock(&m->lock);
+	vma->vm_private_data = map;
 }
 
+/* Runs after the VMA's tables are gone (->pgtable_unmount came first). */
 static void morsel_vm_close(struct vm_area_struct *vma)
 {
-	atomic_dec(&vma_morsel(vma)->nr_maps);
+	struct morsel_map *map = vma_map(vma);
+	struct morsel *m = map->morsel;
+
+	mutex_lock(&m->lock);
+	list_del(&map->node);
+	m->nr_maps--;
+	mutex_unlock(&m->lock);
+	kfree(map);
 }
 
 static int morsel_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
@@ -179,4 +316,5 @@ const struct vm_operations_struct morsel_vm_ops = {
 	.fault = morsel_vm_fault,
 	.pgtable_fault = morsel_pgtable_fault,
 	.pgtable_unmount = morsel_pgtable_unmount,
+	.find_special_page = morsel_find_special_page,
 };

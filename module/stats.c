@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Global counters, read-only in /sys/fs/morselfs: pages (populated data
- * pages), tables (page-table pages owned by morsels) and morsels (live
- * morsel objects).  Plain atomics; no locking.
+ * pages), tables (page-table pages owned by morsels), morsels (live
+ * morsel objects) and mounts (mount entries written into processes since
+ * the module was loaded).  Plain atomics; no locking.
  */
 #include <linux/fs.h>
 #include <linux/kobject.h>
@@ -13,6 +14,7 @@
 atomic_long_t morsel_stat_pages;
 atomic_long_t morsel_stat_tables;
 atomic_long_t morsel_stat_morsels;
+atomic_long_t morsel_stat_mounts;
 
 static struct kobject *morsel_kobj;
 
@@ -28,11 +30,13 @@ static struct kobj_attribute name##_attr = __ATTR_RO(name)
 MORSEL_COUNTER(pages);
 MORSEL_COUNTER(tables);
 MORSEL_COUNTER(morsels);
+MORSEL_COUNTER(mounts);
 
 static struct attribute *morsel_attrs[] = {
 	&pages_attr.attr,
 	&tables_attr.attr,
 	&morsels_attr.attr,
+	&mounts_attr.attr,
 	NULL,
 };
 

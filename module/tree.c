@@ -10,25 +10,33 @@
  *
  * Entries inside the tree carry full rights (present, user, RW, no NX);
  * each mapping restricts them in its mounting entry.  Leaves are special
- * PTEs: GUP-fast refuses them and generic code never treats them as
- * refcounted pages.
+ * PTEs: GUP-fast refuses them, so every pin takes the slow path, which asks
+ * ->find_special_page (mount.c) for the page and checks the VMA's rights.
+ * Data pages are ordinary refcounted pages, so a pin outlives eviction.
  *
  * Locking and memory ordering:
- * - Population (morsel_populate) takes no lock.  A missing table or page is
- *   allocated and zeroed, then published with a cmpxchg on the empty entry.
- *   The cmpxchg is a full barrier (LOCK CMPXCHG), so the zeroed contents are
- *   visible before the entry to other CPUs and to the page walker.  The loser
- *   of a race frees its copy and continues with the winner's.
- * - Entries are only ever cleared (morsel_free_range, morsel_set_order,
- *   morsel_destroy) with m->lock held and no mapping of the morsel (nr_maps
- *   == 0), after every former mapping was unmounted and its TLB flushed, so
- *   no CPU walks the tree and no populate runs concurrently.
+ * - Population (morsel_populate, morsel_populate_range) takes no lock.  A
+ *   missing table or page is allocated and zeroed, then published with a
+ *   cmpxchg on the empty entry.  The cmpxchg is a full barrier (LOCK
+ *   CMPXCHG), so the zeroed contents are visible before the entry to other
+ *   CPUs and to the page walker.  The loser of a race frees its copy and
+ *   continues with the winner's.  Populating callers hold either a mapping
+ *   (faults) or the inode lock (read, write, fallocate, ioctls).
+ * - Tables are freed (morsel_free_range, morsel_set_order, morsel_destroy)
+ *   only with the inode lock held exclusively, m->lock held and no mapping
+ *   (nr_maps == 0), after every former mapping was unmounted and its TLB
+ *   flushed: then no CPU walks the tree and nobody populates it.
+ * - Leaves of a mapped morsel are cleared by morsel_evict_mapped with
+ *   m->lock and the PTE table's split page-table lock held (the lock GUP's
+ *   slow path holds while it takes its reference); the pages are freed
+ *   after the TLBs of all mappers are flushed.  Tables stay.
  * - Freeing is post-order: a table or page is freed only after every entry
  *   below it is gone, and the entry pointing at it is cleared before it is
  *   freed, so an interrupted teardown leaves a consistent smaller tree.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <asm/pgalloc.h>
 
@@ -97,11 +105,22 @@ static mentry_t page_entry(struct page *page)
 	return pte_val(pte_mkspecial(pte_mkdirty(pte_mkyoung(pte))));
 }
 
+static struct page *entry_page(mentry_t e)
+{
+	return pfn_to_page((e & PTE_PFN_MASK) >> PAGE_SHIFT);
+}
+
+static void pages_added(struct morsel *m, long nr)
+{
+	atomic_long_add(nr, &m->nr_pages);
+	atomic_long_add(nr, &morsel_stat_pages);
+}
+
+/* Drop the morsel's reference; a GUP pin keeps the page alive. */
 static void page_free(struct morsel *m, mentry_t e)
 {
-	__free_page(pfn_to_page((e & PTE_PFN_MASK) >> PAGE_SHIFT));
-	atomic_long_dec(&m->nr_pages);
-	atomic_long_dec(&morsel_stat_pages);
+	put_page(entry_page(e));
+	pages_added(m, -1);
 }
 
 /* Publish @new in the empty @slot; on a lost race return the winner. */
@@ -116,9 +135,11 @@ static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
 /*
  * Walk to the leaf entry for byte offset @off.  With @alloc, missing tables
  * are created and published lock-free; without, a missing table ends the
- * walk.  Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM).
+ * walk and, if @hole is given, *@hole is set to the bytes the missing
+ * object would cover (aligned, so the walk can skip them).
+ * Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM).
  */
-static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
+static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole)
 {
 	mentry_t *slot = &m->root;
 	int level;
@@ -127,8 +148,11 @@ static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
 	for (level = m->order; level > 0; level--) {
 		mentry_t e = READ_ONCE(*slot);
 
-		if (!e && !alloc)
+		if (!e && !alloc) {
+			if (hole)
+				*hole = level_span(level);
 			return NULL;
+		}
 		if (!e) {
 			void *t = table_alloc(m, level);
 
@@ -143,35 +167,126 @@ static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
 	return slot;
 }
 
+static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
+{
+	return walk(m, off, alloc, NULL);
+}
+
 /**
  * morsel_populate - make sure the page at byte offset @off is present
  * @m:   the morsel
  * @off: offset below morsel_extent(m->order)
  *
- * Lock-free; see the top of this file.  Return: 0 or -ENOMEM.
+ * Lock-free; see the top of this file.
+ * Return: the page (valid while the caller keeps the tree from shrinking)
+ * or ERR_PTR(-ENOMEM).
  */
-int morsel_populate(struct morsel *m, u64 off)
+struct page *morsel_populate(struct morsel *m, u64 off)
 {
 	mentry_t *slot = leaf_slot(m, off, true);
+	mentry_t e;
 	struct page *page;
 	bool lost;
 
 	if (IS_ERR(slot))
-		return PTR_ERR(slot);
-	if (READ_ONCE(*slot))
-		return 0;
+		return ERR_CAST(slot);
+	e = READ_ONCE(*slot);
+	if (e)
+		return entry_page(e);
 	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
 	if (!page)
-		return -ENOMEM;
-	atomic_long_inc(&m->nr_pages);
-	atomic_long_inc(&morsel_stat_pages);
-	publish(slot, page_entry(page), &lost);
-	if (lost) {
+		return ERR_PTR(-ENOMEM);
+	e = publish(slot, page_entry(page), &lost);
+	if (lost)
 		__free_page(page);
-		atomic_long_dec(&m->nr_pages);
-		atomic_long_dec(&morsel_stat_pages);
+	else
+		pages_added(m, 1);
+	return entry_page(e);
+}
+
+/**
+ * morsel_populate_range - populate every page in [@start, @end)
+ *
+ * Works one PTE table at a time: the missing pages of the table are
+ * allocated with one bulk call, then published with cmpxchg; pages that
+ * lose a race to a concurrent fault are reused for the next empty slot or
+ * freed.  Lock-free like morsel_populate.  Offsets are page aligned and
+ * within the extent.  Return: 0, -ENOMEM or -EINTR (fatal signal); what
+ * was populated before an error stays.
+ */
+int morsel_populate_range(struct morsel *m, u64 start, u64 end)
+{
+	u64 table_span = level_span(1), off = start;
+	struct page **pages;
+	int err = 0;
+
+	pages = kmalloc_array(PTRS_PER_PTE, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+	while (off < end && !err) {
+		mentry_t *slot = leaf_slot(m, off, true);
+		u64 stop = min(end, round_down(off, table_span) + table_span);
+		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
+		unsigned int want = 0, got, used = 0;
+		bool lost;
+
+		if (IS_ERR(slot)) {
+			err = PTR_ERR(slot);
+			break;
+		}
+		for (i = 0; i < n; i++)
+			want += !READ_ONCE(slot[i]);
+		memset(pages, 0, want * sizeof(*pages));
+		got = want ? alloc_pages_bulk_array(GFP_HIGHUSER | __GFP_ZERO,
+						    want, pages) : 0;
+		for (i = 0; i < n && used < got; i++) {
+			if (READ_ONCE(slot[i]))
+				continue;
+			publish(&slot[i], page_entry(pages[used]), &lost);
+			if (!lost)
+				used++;
+		}
+		pages_added(m, used);
+		if (got < want)
+			err = -ENOMEM;
+		while (used < got)
+			__free_page(pages[used++]);
+		off = stop;
+		if (fatal_signal_pending(current))
+			err = -EINTR;
+		cond_resched();
 	}
-	return 0;
+	kfree(pages);
+	return err;
+}
+
+/**
+ * morsel_lookup - the page at byte offset @off, or NULL if not populated
+ *
+ * Lock-free; the caller keeps the tree from shrinking (inode lock, or a
+ * mapping of the morsel).
+ */
+struct page *morsel_lookup(struct morsel *m, u64 off)
+{
+	mentry_t *slot = leaf_slot(m, off, false);
+	mentry_t e = slot ? READ_ONCE(*slot) : 0;
+
+	return e ? entry_page(e) : NULL;
+}
+
+/**
+ * morsel_zero_range - zero the bytes [@start, @end) of populated pages
+ */
+void morsel_zero_range(struct morsel *m, u64 start, u64 end)
+{
+	while (start < end) {
+		u64 stop = min(end, round_down(start, PAGE_SIZE) + PAGE_SIZE);
+		struct page *page = morsel_lookup(m, start);
+
+		if (page)
+			memzero_page(page, offset_in_page(start), stop - start);
+		start = stop;
+	}
 }
 
 /*
@@ -191,7 +306,9 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 		u64 child = level_span(level - 1);
 		unsigned int i;
 
-		for (i = start / child; i < DIV_ROUND_UP_ULL(end, child); i++) {
+		/* 64-bit divisions: a child may span more than 4 GiB. */
+		for (i = div64_u64(start, child);
+		     i < div64_u64(end + child - 1, child); i++) {
 			u64 base = (u64)i * child;
 
 			free_level(m, &table[i], level - 1,
@@ -222,17 +339,57 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
 }
 
 /**
- * morsel_zero_tail - zero the populated page at @off from @off to its end
+ * morsel_evict_mapped - free the pages in [@start, @end) of a mapped morsel
+ *
+ * Every leaf entry of the range is cleared under its PTE table's lock, the
+ * TLBs of every process mapping the morsel are flushed, and only then are
+ * the pages released.  Tables stay: a concurrent fault may be walking them.
+ * An order-0 morsel's leaf is copied into each mounting entry, so its page
+ * is zeroed instead.  Offsets are page aligned; caller holds m->lock.
  */
-void morsel_zero_tail(struct morsel *m, u64 off)
+void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
 {
-	mentry_t *slot;
+	u64 table_span = level_span(1), off;
+	LIST_HEAD(freed);
+	struct page *page, *next;
 
 	lockdep_assert_held(&m->lock);
-	slot = leaf_slot(m, off, false);
-	if (slot && *slot && offset_in_page(off))
-		memset((char *)entry_va(*slot) + offset_in_page(off), 0,
-		       PAGE_SIZE - offset_in_page(off));
+	if (!m->order) {
+		morsel_zero_range(m, start, end);
+		return;
+	}
+	for (off = start; off < end;
+	     off = round_down(off, table_span) + table_span) {
+		u64 stop = min(end, round_down(off, table_span) + table_span);
+		u64 hole = table_span;
+		mentry_t *slot = walk(m, off, false, &hole);
+		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
+		spinlock_t *ptl;	/* the PTE table's lock, as GUP takes it */
+
+		if (!slot) {
+			/* Skip all of the missing table's span. */
+			off = round_down(off, hole) + hole - table_span;
+			continue;
+		}
+		ptl = ptlock_ptr(virt_to_ptdesc(slot));
+		spin_lock(ptl);
+		for (i = 0; i < n; i++) {
+			mentry_t e = xchg(&slot[i], 0);
+
+			if (e)
+				list_add(&entry_page(e)->lru, &freed);
+		}
+		spin_unlock(ptl);
+		cond_resched();
+	}
+	if (list_empty(&freed))
+		return;
+	morsel_flush_mappers(m, start, end);
+	list_for_each_entry_safe(page, next, &freed, lru) {
+		list_del(&page->lru);
+		put_page(page);
+		pages_added(m, -1);
+	}
 }
 
 /**
@@ -322,6 +479,7 @@ struct morsel *morsel_alloc(void)
 	if (!m)
 		return NULL;
 	mutex_init(&m->lock);
+	INIT_LIST_HEAD(&m->maps);
 	atomic_long_inc(&morsel_stat_morsels);
 	return m;
 }

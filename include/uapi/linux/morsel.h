@@ -29,6 +29,7 @@
  * @tables:   out: page-table pages per level; [0] PTE tables, [1] PMD
  *            tables, [2] PUD tables, [3] P4D tables.
  * @mappings: out: number of VMAs that currently map the morsel.
+ * @bound:    out: address the morsel is bound to (MORSEL_IOC_BIND), or 0.
  * @reserved: in: must be 0; out: 0.
  */
 struct morsel_stat {
@@ -39,10 +40,89 @@ struct morsel_stat {
 	__u64 pages;
 	__u64 tables[MORSEL_TABLE_LEVELS];
 	__u64 mappings;
-	__u64 reserved[8];
+	__u64 bound;
+	__u64 reserved[7];
+};
+
+/**
+ * struct morsel_range - argument of MORSEL_IOC_POPULATE and MORSEL_IOC_EVICT
+ * @offset:   in: first byte, a multiple of 4096.
+ * @length:   in: bytes, a non-zero multiple of 4096; @offset + @length must
+ *            not pass the file size rounded up to 4096.
+ * @flags:    in: must be 0.
+ * @reserved: in: must be 0.
+ *
+ * POPULATE allocates every missing page (and table) of the range in one
+ * call; EVICT frees the range's pages, so it reads as zeros afterwards in
+ * every process that maps the morsel.  Both need a file opened for writing.
+ */
+struct morsel_range {
+	__u64 offset;
+	__u64 length;
+	__u64 flags;
+	__u64 reserved[5];
+};
+
+/**
+ * struct morsel_bind - argument of MORSEL_IOC_BIND
+ * @addr:     in: the address every mapping of the morsel will use; non-zero,
+ *            aligned to the extent, and the extent must fit in the user
+ *            address space.
+ * @flags:    in: must be 0.
+ * @reserved: in: must be 0.
+ *
+ * Binding is for the life of the morsel and is refused while the morsel is
+ * mapped.  Binding again to the same address is a no-op.
+ */
+struct morsel_bind {
+	__u64 addr;
+	__u64 flags;
+	__u64 reserved[6];
+};
+
+/* Rights of a mapping (struct morsel_mapping.prot). */
+#define MORSEL_PROT_READ	0x1
+#define MORSEL_PROT_WRITE	0x2
+#define MORSEL_PROT_EXEC	0x4
+
+/* The mapping's mount entry is present now (struct morsel_mapping.flags). */
+#define MORSEL_MAPPING_MOUNTED	0x1
+
+/**
+ * struct morsel_mapping - one current mapping, filled by MORSEL_IOC_MAPPINGS
+ * @addr:  start address in its process.
+ * @prot:  MORSEL_PROT_* rights of the mapping (the mounting entry's rights).
+ * @pid:   a process (thread-group id, in the caller's pid namespace) that
+ *         uses the address space of the mapping; 0 if none was found.
+ * @flags: MORSEL_MAPPING_MOUNTED.
+ */
+struct morsel_mapping {
+	__u64 addr;
+	__u64 prot;
+	__u64 pid;
+	__u64 flags;
+};
+
+/**
+ * struct morsel_mappings - argument of MORSEL_IOC_MAPPINGS
+ * @flags:    in: must be 0.
+ * @count:    in: room in @entries; out: number of current mappings (may be
+ *            larger than the room; only the room is filled).
+ * @entries:  in: user pointer to an array of struct morsel_mapping.
+ * @reserved: in: must be 0.
+ */
+struct morsel_mappings {
+	__u64 flags;
+	__u64 count;
+	__u64 entries;
+	__u64 reserved[5];
 };
 
 #define MORSEL_IOC_MAGIC	0xB9
 #define MORSEL_IOC_STAT		_IOWR(MORSEL_IOC_MAGIC, 0x01, struct morsel_stat)
+#define MORSEL_IOC_POPULATE	_IOW(MORSEL_IOC_MAGIC, 0x02, struct morsel_range)
+#define MORSEL_IOC_EVICT	_IOW(MORSEL_IOC_MAGIC, 0x03, struct morsel_range)
+#define MORSEL_IOC_BIND		_IOW(MORSEL_IOC_MAGIC, 0x04, struct morsel_bind)
+#define MORSEL_IOC_MAPPINGS	_IOWR(MORSEL_IOC_MAGIC, 0x05, struct morsel_mappings)
 
 #endif /* _UAPI_LINUX_MORSEL_H */

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * File operations of a morsel: where mmap places it, read and write (and
+ * with them splice, sendfile and copy_file_range), and fallocate.
+ *
+ * mmap maps the whole extent at an extent-aligned address; the length may
+ * be anything from 1 byte to the extent (f_op->mmap_len rounds it up).  A
+ * bound morsel (ioctl.c) is always mapped at its address.
+ *
+ * read and write copy page by page between the user buffer and the
+ * morsel's pages; holes read as zeros and writes populate.  A write past
+ * the extent raises the order first (refused with -EBUSY while mapped).
+ *
+ * Locking: read takes the inode lock shared, write, fallocate and eviction
+ * take it exclusive.  That keeps the tree from shrinking under a reader and
+ * orders size changes (tree.c relies on it).  A user buffer that is itself
+ * a morsel mapping may fault while the lock is held; the fault path takes
+ * no lock of ours.  Eviction nests m->lock inside the inode lock.
+ */
+#include <linux/fs.h>
+#include <linux/falloc.h>
+#include <linux/mman.h>
+#include <linux/module.h>
+#include <linux/pagemap.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/splice.h>
+#include <linux/uio.h>
+
+#include "morsel.h"
+
+static struct morsel *file_morsel(struct file *file)
+{
+	return file_inode(file)->i_private;
+}
+
+/* ---- mmap ---- */
+
+static unsigned long morsel_mmap_len(struct file *file, unsigned long len)
+{
+	u64 extent = morsel_extent(READ_ONCE(file_morsel(file)->order));
+
+	return len <= extent ? extent : -EINVAL;
+}
+
+static unsigned long morsel_get_unmapped_area(struct file *file,
+					      unsigned long addr,
+					      unsigned long len,
+					      unsigned long pgoff,
+					      unsigned long flags)
+{
+	struct morsel *m = file_morsel(file);
+	u64 extent = morsel_extent(READ_ONCE(m->order));
+	u64 bound = READ_ONCE(m->bound);
+	struct mm_struct *mm = current->mm;
+	unsigned long area, hint = 0;
+
+	if (pgoff || len != extent)
+		return -EINVAL;
+	if (bound) {
+		if (flags & MAP_FIXED)
+			return addr == bound ? addr : -EINVAL;
+		if (bound > TASK_SIZE - len)
+			return -ENOMEM;
+		if (find_vma_intersection(mm, bound, bound + len))
+			return -EEXIST;
+		return bound;
+	}
+	if (flags & MAP_FIXED)
+		return IS_ALIGNED(addr, extent) ? addr : -EINVAL;
+	if (addr && ALIGN(addr, extent) >= addr) {
+		hint = ALIGN(addr, extent);
+		area = mm_get_unmapped_area(mm, NULL, hint, len, 0, flags);
+		if (area == hint)
+			return hint;
+	} else if (len + extent > DEFAULT_MAP_WINDOW) {
+		/*
+		 * Only the part above 47 bits has room (an order-4 morsel);
+		 * a hint there is how x86 lets mmap use it.
+		 */
+		hint = ALIGN(DEFAULT_MAP_WINDOW, extent);
+	}
+	/* Ask for one extent more and align inside it, as THP does. */
+	if (len + extent < len)
+		return -ENOMEM;
+	area = mm_get_unmapped_area(mm, NULL, hint, len + extent, 0, flags);
+	if (IS_ERR_VALUE(area))
+		return area;
+	return ALIGN(area, extent);
+}
+
+static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	if (!(vma->vm_flags & VM_MAYSHARE) || vma->vm_pgoff)
+		return -EINVAL;
+	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	if (!(vma->vm_flags & VM_WRITE))
+		vm_flags_clear(vma, VM_MAYWRITE);
+	if (!(vma->vm_flags & VM_EXEC))
+		vm_flags_clear(vma, VM_MAYEXEC);
+	return morsel_map_vma(file_morsel(file), vma);
+}
+
+/* ---- read and write ---- */
+
+static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	struct morsel *m = inode->i_private;
+	loff_t pos = iocb->ki_pos, size;
+	ssize_t done = 0;
+
+	if (!iov_iter_count(to))
+		return 0;
+	inode_lock_shared(inode);
+	size = i_size_read(inode);
+	while (pos < size && iov_iter_count(to)) {
+		size_t off = offset_in_page(pos);
+		size_t n = min3(PAGE_SIZE - off, (size_t)(size - pos),
+				iov_iter_count(to));
+		struct page *page = morsel_lookup(m, pos);
+		size_t copied;
+
+		copied = page ? copy_page_to_iter(page, off, n, to) :
+				iov_iter_zero(n, to);
+		done += copied;
+		pos += copied;
+		if (copied < n) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+		if (fatal_signal_pending(current))
+			break;
+		cond_resched();
+	}
+	inode_unlock_shared(inode);
+	if (done > 0)
+		iocb->ki_pos = pos;
+	file_accessed(iocb->ki_filp);
+	return done;
+}
+
+static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	struct morsel *m = inode->i_private;
+	ssize_t done = 0, err;
+	loff_t pos;
+
+	inode_lock(inode);
+	err = generic_write_checks(iocb, from);
+	if (err <= 0)
+		goto out;
+	err = file_modified(file);
+	if (err)
+		goto out;
+	pos = iocb->ki_pos;
+	err = morsel_grow_order(m, pos + iov_iter_count(from));
+	if (err)
+		goto out;
+	while (iov_iter_count(from)) {
+		size_t off = offset_in_page(pos);
+		size_t n = min(PAGE_SIZE - off, iov_iter_count(from));
+		struct page *page = morsel_populate(m, pos);
+		size_t copied;
+
+		if (IS_ERR(page)) {
+			err = PTR_ERR(page);
+			break;
+		}
+		copied = copy_page_from_iter(page, off, n, from);
+		done += copied;
+		pos += copied;
+		if (copied < n) {
+			err = -EFAULT;
+			break;
+		}
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	if (done && pos > i_size_read(inode))
+		i_size_write(inode, pos);
+	else
+		morsel_fit_order(inode);
+	iocb->ki_pos = pos;
+out:
+	inode_unlock(inode);
+	return done ? done : err;
+}
+
+/* ---- eviction and fallocate ---- */
+
+/**
+ * morsel_evict - make [@start, @end) read as zeros, freeing whole pages
+ * @m:     the morsel
+ * @size:  its file size
+ * @start: first byte
+ * @end:   end byte, at most @size
+ *
+ * Partial pages at the edges are zeroed; whole pages are freed (a partial
+ * last page of the file counts as whole).  A mapped morsel keeps its tables
+ * and every mapper's TLB is flushed (tree.c); an unmapped one also loses
+ * the tables the range covers.  Caller holds the inode lock exclusively.
+ */
+int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end)
+{
+	u64 first = PAGE_ALIGN(start);
+	u64 last = end == size ? PAGE_ALIGN(end) : round_down(end, PAGE_SIZE);
+
+	if (first > last) {		/* within one page */
+		morsel_zero_range(m, start, end);
+		return 0;
+	}
+	morsel_zero_range(m, start, first);
+	if (last < end)
+		morsel_zero_range(m, last, end);
+	if (first == last)
+		return 0;
+	mutex_lock(&m->lock);
+	if (m->nr_maps)
+		morsel_evict_mapped(m, first, last);
+	else
+		morsel_free_range(m, first, last);
+	mutex_unlock(&m->lock);
+	return 0;
+}
+
+/*
+ * Mode 0 and FALLOC_FL_KEEP_SIZE populate the range (mode 0 also grows the
+ * file, raising the order if needed); FALLOC_FL_PUNCH_HOLE evicts it.
+ */
+static long morsel_fallocate(struct file *file, int mode, loff_t offset,
+			     loff_t len)
+{
+	struct inode *inode = file_inode(file);
+	struct morsel *m = inode->i_private;
+	loff_t end = offset + len, size;
+	long err;
+
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	inode_lock(inode);
+	size = i_size_read(inode);
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		err = offset < size ?
+			morsel_evict(m, size, offset, min(end, size)) : 0;
+		goto out;
+	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > size) {
+		err = morsel_grow_order(m, end);
+		if (err)
+			goto out;
+	}
+	end = min_t(u64, PAGE_ALIGN(end), morsel_extent(m->order));
+	err = 0;
+	if (round_down(offset, PAGE_SIZE) < end)
+		err = morsel_populate_range(m, round_down(offset, PAGE_SIZE),
+					    end);
+	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size)
+		i_size_write(inode, offset + len);
+	else
+		morsel_fit_order(inode);
+out:
+	if (!err)
+		err = file_modified(file);
+	inode_unlock(inode);
+	return err;
+}
+
+const struct file_operations morsel_fops = {
+	.owner = THIS_MODULE,
+	.llseek = generic_file_llseek,
+	.read_iter = morsel_read_iter,
+	.write_iter = morsel_write_iter,
+	.splice_read = copy_splice_read,
+	.splice_write = iter_file_splice_write,
+	.mmap = morsel_mmap,
+	.mmap_len = morsel_mmap_len,
+	.get_unmapped_area = morsel_get_unmapped_area,
+	.fallocate = morsel_fallocate,
+	.unlocked_ioctl = morsel_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.fsync = noop_fsync,
+};

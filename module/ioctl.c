@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The MORSEL_IOC_* ioctls (include/uapi/linux/morsel.h).
+ *
+ * Every argument is a struct of __u64 fields; flags and reserved fields
+ * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
+ * Operations that change the morsel (populate, evict, bind) need a file
+ * opened for writing (-EBADF otherwise).
+ *
+ * Locking: POPULATE holds the inode lock shared (faults populate
+ * concurrently, lock-free); EVICT holds it exclusive (file.c); STAT, BIND
+ * and MAPPINGS hold m->lock, which keeps the list of mappings and every
+ * VMA on it alive.
+ */
+#include <linux/fs.h>
+#include <linux/mman.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "morsel.h"
+
+static bool all_zero(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+static long ioc_stat(struct morsel *m, struct inode *inode,
+		     struct morsel_stat __user *arg)
+{
+	struct morsel_stat st;
+	int i;
+
+	if (copy_from_user(&st, arg, sizeof(st)))
+		return -EFAULT;
+	if (st.flags || !all_zero(st.reserved, sizeof(st.reserved)))
+		return -EINVAL;
+	memset(&st, 0, sizeof(st));
+	mutex_lock(&m->lock);
+	st.order = m->order;
+	st.extent = morsel_extent(m->order);
+	st.size = i_size_read(inode);
+	st.pages = atomic_long_read(&m->nr_pages);
+	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
+		st.tables[i] = atomic_long_read(&m->nr_tables[i]);
+	st.mappings = m->nr_maps;
+	st.bound = m->bound;
+	mutex_unlock(&m->lock);
+	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
+/* Copy in and check a range: page aligned, non-empty, inside the file. */
+static long get_range(struct inode *inode, struct morsel_range __user *arg,
+		      struct morsel_range *r)
+{
+	if (copy_from_user(r, arg, sizeof(*r)))
+		return -EFAULT;
+	if (r->flags || !all_zero(r->reserved, sizeof(r->reserved)))
+		return -EINVAL;
+	if (!r->length || !PAGE_ALIGNED(r->offset) || !PAGE_ALIGNED(r->length))
+		return -EINVAL;
+	if (r->offset + r->length < r->offset ||
+	    r->offset + r->length > PAGE_ALIGN(i_size_read(inode)))
+		return -EINVAL;
+	return 0;
+}
+
+static long ioc_populate(struct morsel *m, struct inode *inode,
+			 struct morsel_range __user *arg)
+{
+	struct morsel_range r;
+	long err;
+
+	inode_lock_shared(inode);
+	err = get_range(inode, arg, &r);
+	if (!err)
+		err = morsel_populate_range(m, r.offset, r.offset + r.length);
+	inode_unlock_shared(inode);
+	return err;
+}
+
+static long ioc_evict(struct morsel *m, struct inode *inode,
+		      struct morsel_range __user *arg)
+{
+	struct morsel_range r;
+	long err;
+
+	inode_lock(inode);
+	err = get_range(inode, arg, &r);
+	if (!err)
+		err = morsel_evict(m, i_size_read(inode), r.offset,
+				   min_t(u64, r.offset + r.length,
+					 i_size_read(inode)));
+	inode_unlock(inode);
+	return err;
+}
+
+static long ioc_bind(struct morsel *m, struct morsel_bind __user *arg)
+{
+	struct morsel_bind b;
+	u64 extent;
+	long err = 0;
+
+	if (copy_from_user(&b, arg, sizeof(b)))
+		return -EFAULT;
+	if (b.flags || !all_zero(b.reserved, sizeof(b.reserved)))
+		return -EINVAL;
+	mutex_lock(&m->lock);
+	extent = morsel_extent(m->order);
+	if (!b.addr || !IS_ALIGNED(b.addr, extent) ||
+	    b.addr + extent < b.addr || b.addr + extent > TASK_SIZE_MAX)
+		err = -EINVAL;
+	else if (m->bound == b.addr)
+		err = 0;
+	else if (m->bound || m->nr_maps)
+		err = -EBUSY;
+	else
+		m->bound = b.addr;
+	mutex_unlock(&m->lock);
+	return err;
+}
+
+/* A process using @mm, as a pid in the caller's namespace, or 0. */
+static pid_t mm_pid(struct mm_struct *mm)
+{
+	struct task_struct *p;
+	pid_t pid = 0;
+
+	rcu_read_lock();
+	for_each_process(p) {
+		if (READ_ONCE(p->mm) == mm) {
+			pid = task_tgid_vnr(p);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return pid;
+}
+
+static long ioc_mappings(struct morsel *m, struct morsel_mappings __user *arg)
+{
+	struct morsel_mapping *out = NULL;
+	struct morsel_mappings req;
+	struct morsel_map *map;
+	u64 room, n = 0;
+	long err = 0;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || !all_zero(req.reserved, sizeof(req.reserved)))
+		return -EINVAL;
+	mutex_lock(&m->lock);
+	room = min_t(u64, req.count, m->nr_maps);
+	if (room) {
+		out = kcalloc(room, sizeof(*out), GFP_KERNEL);
+		if (!out) {
+			mutex_unlock(&m->lock);
+			return -ENOMEM;
+		}
+	}
+	list_for_each_entry(map, &m->maps, node) {
+		struct vm_area_struct *vma = map->vma;
+
+		if (n < room) {
+			out[n].addr = vma->vm_start;
+			out[n].prot =
+				(vma->vm_flags & VM_READ ? MORSEL_PROT_READ : 0) |
+				(vma->vm_flags & VM_WRITE ? MORSEL_PROT_WRITE : 0) |
+				(vma->vm_flags & VM_EXEC ? MORSEL_PROT_EXEC : 0);
+			out[n].pid = mm_pid(vma->vm_mm);
+			out[n].flags = READ_ONCE(map->mounted) ?
+				       MORSEL_MAPPING_MOUNTED : 0;
+		}
+		n++;
+	}
+	mutex_unlock(&m->lock);
+	if (room && copy_to_user(u64_to_user_ptr(req.entries), out,
+				 room * sizeof(*out)))
+		err = -EFAULT;
+	kfree(out);
+	if (!err && put_user(n, &arg->count))
+		err = -EFAULT;
+	return err;
+}
+
+long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct inode *inode = file_inode(file);
+	struct morsel *m = inode->i_private;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case MORSEL_IOC_STAT:
+		return ioc_stat(m, inode, uarg);
+	case MORSEL_IOC_MAPPINGS:
+		return ioc_mappings(m, uarg);
+	case MORSEL_IOC_POPULATE:
+	case MORSEL_IOC_EVICT:
+	case MORSEL_IOC_BIND:
+		break;
+	default:
+		return -ENOTTY;
+	}
+	if (!(file->f_mode & FMODE_WRITE))
+		return -EBADF;
+	switch (cmd) {
+	case MORSEL_IOC_POPULATE:
+		return ioc_populate(m, inode, uarg);
+	case MORSEL_IOC_EVICT:
+		return ioc_evict(m, inode, uarg);
+	default:
+		return ioc_bind(m, uarg);
+	}
+}
