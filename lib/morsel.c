@@ -61,6 +61,48 @@ int morsel_stat(int fd, struct morsel_stat *st)
 	return ioctl(fd, MORSEL_IOC_STAT, st) ? NEG_ERRNO : 0;
 }
 
+static int range_ioctl(int fd, unsigned long cmd, uint64_t offset,
+		       uint64_t length)
+{
+	struct morsel_range r;
+
+	memset(&r, 0, sizeof(r));
+	r.offset = offset;
+	r.length = length;
+	return ioctl(fd, cmd, &r) ? NEG_ERRNO : 0;
+}
+
+int morsel_populate(int fd, uint64_t offset, uint64_t length)
+{
+	return range_ioctl(fd, MORSEL_IOC_POPULATE, offset, length);
+}
+
+int morsel_evict(int fd, uint64_t offset, uint64_t length)
+{
+	return range_ioctl(fd, MORSEL_IOC_EVICT, offset, length);
+}
+
+int morsel_bind(int fd, uint64_t addr)
+{
+	struct morsel_bind b;
+
+	memset(&b, 0, sizeof(b));
+	b.addr = addr;
+	return ioctl(fd, MORSEL_IOC_BIND, &b) ? NEG_ERRNO : 0;
+}
+
+int morsel_mappings(int fd, struct morsel_mapping *out, unsigned int room)
+{
+	struct morsel_mappings req;
+
+	memset(&req, 0, sizeof(req));
+	req.count = room;
+	req.entries = (uintptr_t)out;
+	if (ioctl(fd, MORSEL_IOC_MAPPINGS, &req))
+		return NEG_ERRNO;
+	return req.count > INT32_MAX ? INT32_MAX : (int)req.count;
+}
+
 int morsel_map(int fd, void *hint, int prot, int flags, void **addr,
 	       size_t *len)
 {
@@ -81,6 +123,49 @@ int morsel_map(int fd, void *hint, int prot, int flags, void **addr,
 		return NEG_ERRNO;
 	*addr = p;
 	*len = st.extent;
+	return 0;
+}
+
+int morsel_map_run(const int *fds, unsigned int n, int prot, void **addr,
+		   size_t *len)
+{
+	struct morsel_stat st;
+	uint64_t extent = 0;
+	unsigned int i;
+	char *base, *p;
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		err = morsel_stat(fds[i], &st);
+		if (err)
+			return err;
+		if ((i && st.extent != extent) || st.bound)
+			return -EINVAL;
+		extent = st.extent;
+	}
+	if (extent * n / n != extent)
+		return -ENOMEM;
+	/* Reserve an aligned range, then replace it morsel by morsel. */
+	p = mmap(NULL, extent * (n + 1), PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NEG_ERRNO;
+	base = (char *)(((uintptr_t)p + extent - 1) & ~(uintptr_t)(extent - 1));
+	if (base > p)
+		munmap(p, base - p);
+	munmap(base + extent * n, p + extent * (n + 1) - (base + extent * n));
+	for (i = 0; i < n; i++) {
+		if (mmap(base + extent * i, extent, prot, MAP_SHARED | MAP_FIXED,
+			 fds[i], 0) == MAP_FAILED) {
+			err = NEG_ERRNO;
+			munmap(base, extent * n);
+			return err;
+		}
+	}
+	*addr = base;
+	*len = extent * n;
 	return 0;
 }
 

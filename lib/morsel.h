@@ -42,8 +42,35 @@ int morsel_map(int fd, void *hint, int prot, int flags, void **addr,
 	       size_t *len);
 int morsel_unmap(void *addr, size_t len);
 
-/* Order, extent, size, populated pages, tables per level, mappings. */
+/*
+ * Map @n morsels of one order back to back: one contiguous range of
+ * @n * extent bytes, aligned to the extent, at *@addr on return.  Each
+ * morsel is still mounted by its own single entry.  -EINVAL if the orders
+ * differ or a morsel is bound to an address.
+ */
+int morsel_map_run(const int *fds, unsigned int n, int prot, void **addr,
+		   size_t *len);
+
+/* Order, extent, size, populated pages, tables per level, mappings, bound. */
 int morsel_stat(int fd, struct morsel_stat *st);
+
+/*
+ * Populate [@offset, @offset + @length) in one call (page aligned, inside
+ * the file size), so that touching it takes no page fault.
+ */
+int morsel_populate(int fd, uint64_t offset, uint64_t length);
+/*
+ * Free the pages of [@offset, @offset + @length) (page aligned, inside the
+ * file size); every process that maps the morsel reads zeros there after.
+ */
+int morsel_evict(int fd, uint64_t offset, uint64_t length);
+/* Bind the morsel to @addr: every later mapping lands there. */
+int morsel_bind(int fd, uint64_t addr);
+/*
+ * Describe up to @room current mappings in @out; returns the number of
+ * mappings (which may be more than @room) or -errno.
+ */
+int morsel_mappings(int fd, struct morsel_mapping *out, unsigned int room);
 
 /* Pass a morsel fd over a connected AF_UNIX socket. */
 int morsel_send_fd(int sock, int fd);

@@ -14,8 +14,12 @@
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: morsel create PATH SIZE   create a morsel of SIZE bytes (suffixes K M G T)\n"
-		"       morsel stat PATH...       order, extent, size, pages, tables, mappings\n");
+		"usage: morsel create PATH SIZE          create a morsel of SIZE bytes (suffixes K M G T)\n"
+		"       morsel stat PATH...              order, extent, size, pages, tables, bound\n"
+		"                                        address and every mapping with its rights\n"
+		"       morsel populate PATH OFFSET LEN  allocate the pages of a range now\n"
+		"       morsel evict PATH OFFSET LEN     free the pages of a range (reads as zeros)\n"
+		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n");
 	exit(2);
 }
 
@@ -60,17 +64,21 @@ static const char *human(uint64_t bytes, char *buf, size_t len)
 
 static int cmd_stat(const char *path)
 {
+	struct morsel_mapping maps[64];
 	struct morsel_stat st;
 	char b[32];
 	int fd = morsel_open(path, O_RDONLY);
-	int err;
+	int err, n, i;
 
 	if (fd < 0) {
 		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
 		return 1;
 	}
 	err = morsel_stat(fd, &st);
+	n = err ? 0 : morsel_mappings(fd, maps, 64);
 	close(fd);
+	if (!err && n < 0)
+		err = n;
 	if (err) {
 		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-err));
 		return 1;
@@ -83,7 +91,66 @@ static int cmd_stat(const char *path)
 	printf("tables:   pte %" PRIu64 " pmd %" PRIu64 " pud %" PRIu64 " p4d %" PRIu64 "\n",
 	       (uint64_t)st.tables[0], (uint64_t)st.tables[1],
 	       (uint64_t)st.tables[2], (uint64_t)st.tables[3]);
-	printf("mappings: %" PRIu64 "\n", (uint64_t)st.mappings);
+	if (st.bound)
+		printf("bound:    0x%" PRIx64 "\n", (uint64_t)st.bound);
+	else
+		printf("bound:    no\n");
+	printf("mappings: %d\n", n);
+	for (i = 0; i < n && i < 64; i++)
+		printf("  pid %-7" PRIu64 " 0x%012" PRIx64 " %c%c%c%s\n",
+		       (uint64_t)maps[i].pid, (uint64_t)maps[i].addr,
+		       maps[i].prot & MORSEL_PROT_READ ? 'r' : '-',
+		       maps[i].prot & MORSEL_PROT_WRITE ? 'w' : '-',
+		       maps[i].prot & MORSEL_PROT_EXEC ? 'x' : '-',
+		       maps[i].flags & MORSEL_MAPPING_MOUNTED ? " mounted" : "");
+	return 0;
+}
+
+static int cmd_range(const char *cmd, const char *path, const char *off,
+		     const char *len)
+{
+	uint64_t o, l;
+	int fd, err;
+
+	if (parse_size(off, &o) || parse_size(len, &l)) {
+		fprintf(stderr, "morsel: bad range '%s' '%s'\n", off, len);
+		return 2;
+	}
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = !strcmp(cmd, "populate") ? morsel_populate(fd, o, l) :
+					 morsel_evict(fd, o, l);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "morsel: %s %s: %s\n", cmd, path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_bind(const char *path, const char *addr)
+{
+	uint64_t a;
+	int fd, err;
+
+	if (parse_size(addr, &a)) {
+		fprintf(stderr, "morsel: bad address '%s'\n", addr);
+		return 2;
+	}
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = morsel_bind(fd, a);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "morsel: bind %s: %s\n", path, strerror(-err));
+		return 1;
+	}
 	return 0;
 }
 
@@ -107,6 +174,11 @@ int main(int argc, char **argv)
 		close(fd);
 		return 0;
 	}
+	if ((!strcmp(argv[1], "populate") || !strcmp(argv[1], "evict")) &&
+	    argc == 5)
+		return cmd_range(argv[1], argv[2], argv[3], argv[4]);
+	if (!strcmp(argv[1], "bind") && argc == 4)
+		return cmd_bind(argv[2], argv[3]);
 	if (!strcmp(argv[1], "stat")) {
 		for (i = 2; i < argc; i++)
 			ret |= cmd_stat(argv[i]);
