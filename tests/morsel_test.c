@@ -725,6 +725,8 @@ TEST(readonly_open_maps_readonly)
 		w[ext - 1] = 'w';
 		rfd = morsel_open(path("ro"), O_RDONLY);
 		CHECK(rfd >= 0);
+		CHECK(mmap(NULL, ext, PROT_READ | PROT_WRITE, MAP_SHARED, rfd,
+			   0) == MAP_FAILED && errno == EACCES);
 		r = map(rfd, ext, PROT_READ);
 		CHECK(r[ext - 1] == 'w');
 		CHECK_EQ(child_signal(write_byte, r + ext - 1), SIGSEGV);
@@ -789,6 +791,17 @@ TEST(syscalls_on_morsel_buffers)
 	CHECK_EQ(write(pfd[1], p + 1 * MiB, 15), 15);
 	CHECK_EQ(read(pfd[0], p + 1 * MiB + 4096, 15), 15);
 	CHECK(!strcmp(p + 1 * MiB + 4096, "through a pipe"));
+	/* ... and through a socket */
+	{
+		int sv[2];
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+		CHECK_EQ(send(sv[0], p + 1 * MiB, 15, 0), 15);
+		CHECK_EQ(recv(sv[1], p + 1 * MiB + 8192, 15, 0), 15);
+		CHECK(!strcmp(p + 1 * MiB + 8192, "through a pipe"));
+		close(sv[0]);
+		close(sv[1]);
+	}
 	/* process_vm_readv() into a morsel buffer, and from one (GUP) */
 	strcpy(p + 8192, "remote bytes");
 	remote.iov_base = p + 8192;
@@ -1655,6 +1668,31 @@ TEST(gup_pins_morsel_pages)
 	CHECK(!strcmp(buf, "gup target"));
 	close(pfd[0]);
 	close(pfd[1]);
+	/*
+	 * O_DIRECT read of a file on the 9p host root: netfs pins the user
+	 * buffer with iov_iter_extract_pages(), i.e. GUP on the morsel.
+	 */
+	{
+		int dfd = open("/proc/self/exe", O_RDONLY | O_DIRECT);
+		int nfd = open("/proc/self/exe", O_RDONLY);
+		char *want = malloc(64 * KiB);
+
+		CHECK(dfd >= 0 && nfd >= 0 && want);
+		CHECK_EQ(pread(dfd, p + 64 * KiB, 64 * KiB, 0), 64 * KiB);
+		CHECK_EQ(pread(nfd, want, 64 * KiB, 0), 64 * KiB);
+		CHECK(!memcmp(want, p + 64 * KiB, 64 * KiB));
+		CHECK_ERR(pread(dfd, r + 64 * KiB, 64 * KiB, 0), EFAULT);
+		close(dfd);
+		close(nfd);
+		free(want);
+	}
+	/* MADV_POPULATE_WRITE populates just the range asked for. */
+	p0 = st(fd).pages;
+	CHECK(madvise(p + 1536 * KiB, 64 * KiB, MADV_POPULATE_WRITE) == 0);
+	CHECK_EQ(st(fd).pages, p0 + 16);
+	CHECK(madvise(r + 1600 * KiB, 64 * KiB, MADV_POPULATE_READ) == 0);
+	CHECK_EQ(st(fd).pages, p0 + 32);
+	CHECK_ERR(madvise(r, 64 * KiB, MADV_POPULATE_WRITE), EINVAL);
 	munmap(r, 2 * MiB);
 	munmap(p, 2 * MiB);
 	close(fd);
