@@ -1461,6 +1461,68 @@ TEST(evict_mapped_in_two_processes)
 	unlink(path("ev0"));
 }
 
+struct stress { char *p; uint64_t len; int pipe[2]; volatile int stop; };
+
+static void *stress_write(void *arg)
+{
+	struct stress *x = arg;
+	uint64_t off;
+
+	while (!x->stop)
+		for (off = 0; off < x->len; off += PG)
+			((volatile char *)x->p)[off + 7] = 'a';
+	return NULL;
+}
+
+static void *stress_pin(void *arg)
+{
+	struct stress *x = arg;
+	uint64_t off = 0;
+	char buf[PG];
+	struct iovec v;
+
+	while (!x->stop) {
+		v.iov_base = x->p + off;
+		v.iov_len = PG;
+		if (vmsplice(x->pipe[1], &v, 1, 0) != (ssize_t)PG ||
+		    read(x->pipe[0], buf, PG) != (ssize_t)PG)
+			_exit(5);
+		off = (off + 17 * PG) % x->len;
+	}
+	return NULL;
+}
+
+TEST(evict_races_faults_and_pins)
+{
+	long p0 = counter("pages"), t0 = counter("tables");
+	int fd = mk("stress", 4 * MiB), i;
+	struct stress x = { .len = 4 * MiB };
+	pthread_t th[3];
+	uint64_t off;
+
+	x.p = map(fd, 4 * MiB, PROT_READ | PROT_WRITE);
+	CHECK(pipe(x.pipe) == 0);
+	for (i = 0; i < 3; i++)
+		CHECK(pthread_create(&th[i], NULL,
+				     i < 2 ? stress_write : stress_pin, &x) == 0);
+	for (i = 0; i < 300; i++)
+		CHECK_EQ(morsel_evict(fd, 0, 4 * MiB), 0);
+	x.stop = 1;
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	/* Every byte is one the program wrote or a zero: nothing stale. */
+	for (off = 0; off < 4 * MiB; off++)
+		if (x.p[off] && !(x.p[off] == 'a' && off % PG == 7))
+			FAIL("byte %llu is 0x%x", (unsigned long long)off,
+			     x.p[off]);
+	CHECK_EQ(st(fd).pages, counter("pages") - p0);
+	munmap(x.p, 4 * MiB);
+	close(fd);
+	unlink(path("stress"));
+	CHECK_EQ(counter("pages"), p0);
+	CHECK_EQ(counter("tables"), t0);
+}
+
 /* ---- ordinary file I/O ---- */
 
 static void *volatile bad_ptr = (void *)8;	/* unmapped, opaque to gcc */
