@@ -176,6 +176,43 @@ static int mount(struct vm_area_struct *vma)
 	return 0;
 }
 
+/*
+ * Put @vma on @m's list of mappings.  With @check (a new mmap), first make
+ * sure, under m->lock so that no truncate slips in, that the VMA covers
+ * exactly the extent, aligned, at the bound address if there is one.
+ */
+static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
+		   bool check)
+{
+	struct morsel_map *map = kzalloc(sizeof(*map), gfp);
+	u64 extent;
+	int err = 0;
+
+	if (!map)
+		return -ENOMEM;
+	map->vma = vma;
+	map->morsel = m;
+	mutex_lock(&m->lock);
+	extent = morsel_extent(m->order);
+	if (check && (vma->vm_end - vma->vm_start != extent ||
+		      !IS_ALIGNED(vma->vm_start, extent) ||
+		      (m->bound && vma->vm_start != m->bound)))
+		err = -EINVAL;
+	else if (check && morsel_top_level_mount(m->order))
+		err = -EOPNOTSUPP;
+	if (!err) {
+		list_add(&map->node, &m->maps);
+		m->nr_maps++;
+	}
+	mutex_unlock(&m->lock);
+	if (err) {
+		kfree(map);
+		return err;
+	}
+	vma->vm_private_data = map;
+	return 0;
+}
+
 /**
  * morsel_map_vma - set up a new VMA of @m and mount it
  *
@@ -183,20 +220,15 @@ static int mount(struct vm_area_struct *vma)
  * the mm's tree, but mmap_region() no longer fails after ->mmap succeeds,
  * and unmap_region() (which calls ->pgtable_unmount) undoes it if it did.
  * A failed mount is not an error: the first fault retries it.
+ * Return: 0, -ENOMEM, -EINVAL (wrong length, alignment or address) or
+ * -EOPNOTSUPP (a PGD-level mount under page-table isolation).
  */
 int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 {
-	struct morsel_map *map = kzalloc(sizeof(*map), GFP_KERNEL);
+	int err = map_add(m, vma, GFP_KERNEL, true);
 
-	if (!map)
-		return -ENOMEM;
-	map->vma = vma;
-	map->morsel = m;
-	mutex_lock(&m->lock);
-	list_add(&map->node, &m->maps);
-	m->nr_maps++;
-	mutex_unlock(&m->lock);
-	vma->vm_private_data = map;
+	if (err)
+		return err;
 	vma->vm_ops = &morsel_vm_ops;
 	mount(vma);
 	return 0;
@@ -270,18 +302,7 @@ static vm_fault_t morsel_vm_fault(struct vm_fault *vmf)
  */
 static void morsel_vm_open(struct vm_area_struct *vma)
 {
-	struct morsel_map *old = vma_map(vma);
-	struct morsel *m = old->morsel;
-	struct morsel_map *map = kzalloc(sizeof(*map),
-					 GFP_KERNEL | __GFP_NOFAIL);
-
-	map->vma = vma;
-	map->morsel = m;
-	mutex_lock(&m->lock);
-	list_add(&map->node, &m->maps);
-	m->nr_maps++;
-	mutex_unlock(&m->lock);
-	vma->vm_private_data = map;
+	map_add(vma_morsel(vma), vma, GFP_KERNEL | __GFP_NOFAIL, false);
 }
 
 /* Runs after the VMA's tables are gone (->pgtable_unmount came first). */
