@@ -5,9 +5,9 @@ CFLAGS  += -Wall -Wextra -std=gnu11 -Iinclude/uapi -Ilib
 LDLIBS  += -lpthread
 
 LIB     := lib/libmorsel.a
-BINS    := tools/morsel tests/morsel_test bench/demo
+BINS    := tools/morsel tests/morsel_test bench/demo bench/bench
 
-.PHONY: all build setup kernel module user test demo checkpatch clean
+.PHONY: all build setup kernel module user test demo bench checkpatch clean
 
 all: build
 
@@ -39,11 +39,17 @@ tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 bench/demo: bench/demo.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
 
+bench/bench: bench/bench.c $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
+
 test: build
 	@tests/run-all
 
 demo: build
 	@vm/run --mem 4G -- bench/demo
+
+bench: build
+	@bench/run
 
 checkpatch: kernel
 	@"$$(scripts/kernel-build)"/scripts/checkpatch.pl --strict --no-tree --terse \
