@@ -36,10 +36,10 @@ tools/morsel: tools/morsel.c $(LIB)
 tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-bench/demo: bench/demo.c $(LIB)
+bench/demo: bench/demo.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
 
-bench/bench: bench/bench.c $(LIB)
+bench/bench: bench/bench.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
 
 test: build

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "morsel.h"
+#include "common.h"
 
 #define PG	4096ULL
 #define KiB	(1ULL << 10)
@@ -37,19 +38,6 @@
 static int quick;
 static const char *mnt;
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "bench: %s: %s\n", what, strerror(err));
-	exit(1);
-}
 
 static void emit(const char *bench, const char *variant, uint64_t param,
 		 int iter, const char *metric, double value)
@@ -153,26 +141,26 @@ static void bench_population(void)
 
 	for (threads = 1; threads <= 2; threads++) {
 		for (it = 0; it < iters; it++) {
-			const char *v;
 			char *p;
 			int fd;
 
-			/* morsel, first-touch faults */
-			fd = new_morsel("pop", len);
-			p = map_fd(fd, len, PROT_READ | PROT_WRITE, 0);
-			emit("population", "morsel", threads, it, "ms",
-			     populate_run(p, len, threads, fd, 0));
-			munmap(p, len);
-			close(fd);
-			unlink(mpath("pop"));
-			/* morsel, MORSEL_IOC_POPULATE per thread, then touch */
-			fd = new_morsel("pop", len);
-			p = map_fd(fd, len, PROT_READ | PROT_WRITE, 0);
-			emit("population", "morsel-ioctl", threads, it, "ms",
-			     populate_run(p, len, threads, fd, 1));
-			munmap(p, len);
-			close(fd);
-			unlink(mpath("pop"));
+			int ioctl;
+
+			/*
+			 * morsel: first-touch faults, then MORSEL_IOC_POPULATE
+			 * per thread before touching
+			 */
+			for (ioctl = 0; ioctl <= 1; ioctl++) {
+				fd = new_morsel("pop", len);
+				p = map_fd(fd, len, PROT_READ | PROT_WRITE, 0);
+				emit("population",
+				     ioctl ? "morsel-ioctl" : "morsel", threads,
+				     it, "ms",
+				     populate_run(p, len, threads, fd, ioctl));
+				munmap(p, len);
+				close(fd);
+				unlink(mpath("pop"));
+			}
 			/* shared anonymous */
 			p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -186,8 +174,7 @@ static void bench_population(void)
 			if (fd < 0 || ftruncate(fd, len))
 				die("memfd", errno);
 			p = map_fd(fd, len, PROT_READ | PROT_WRITE, 0);
-			v = "memfd";
-			emit("population", v, threads, it, "ms",
+			emit("population", "memfd", threads, it, "ms",
 			     populate_run(p, len, threads, -1, 0));
 			munmap(p, len);
 			close(fd);

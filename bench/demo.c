@@ -19,24 +19,12 @@
 #include <unistd.h>
 
 #include "morsel.h"
+#include "common.h"
 
 #define MiB (1ULL << 20)
 #define FILL (256 * MiB)
 #define ROUNDS 5
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "demo: %s: %s\n", what, strerror(err));
-	exit(1);
-}
 
 struct result { double map, read; };
 
