@@ -147,6 +147,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct inode *inode = file_inode(file);
 	struct morsel *m = inode->i_private;
 	ssize_t done = 0, err;
+	unsigned int order;
 	loff_t pos;
 
 	inode_lock(inode);
@@ -157,6 +158,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	if (err)
 		goto out;
 	pos = iocb->ki_pos;
+	order = m->order;	/* stable: we hold the inode lock */
 	err = morsel_grow_order(m, pos + iov_iter_count(from));
 	if (err)
 		goto out;
@@ -185,7 +187,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	}
 	if (done && pos > i_size_read(inode))
 		i_size_write(inode, pos);
-	else
+	else if (m->order != order)
 		morsel_fit_order(inode);
 	iocb->ki_pos = pos;
 out:
@@ -240,6 +242,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	struct inode *inode = file_inode(file);
 	struct morsel *m = inode->i_private;
 	loff_t end = offset + len, size;
+	unsigned int order;
 	long err;
 
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
@@ -251,6 +254,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 			morsel_evict(m, size, offset, min(end, size)) : 0;
 		goto out;
 	}
+	order = m->order;
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > size) {
 		err = morsel_grow_order(m, end);
 		if (err)
@@ -263,7 +267,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 					    end);
 	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size)
 		i_size_write(inode, offset + len);
-	else
+	else if (m->order != order)
 		morsel_fit_order(inode);
 out:
 	if (!err)

@@ -66,33 +66,28 @@ static long get_range(struct inode *inode, struct morsel_range __user *arg,
 	return 0;
 }
 
-static long ioc_populate(struct morsel *m, struct inode *inode,
-			 struct morsel_range __user *arg)
+/* POPULATE or EVICT a checked range, under the locks named at the top. */
+static long ioc_range(struct morsel *m, struct inode *inode,
+		      struct morsel_range __user *arg, bool evict)
 {
 	struct morsel_range r;
 	long err;
 
-	inode_lock_shared(inode);
+	if (evict)
+		inode_lock(inode);
+	else
+		inode_lock_shared(inode);
 	err = get_range(inode, arg, &r);
-	if (!err)
-		err = morsel_populate_range(m, r.offset, r.offset + r.length);
-	inode_unlock_shared(inode);
-	return err;
-}
-
-static long ioc_evict(struct morsel *m, struct inode *inode,
-		      struct morsel_range __user *arg)
-{
-	struct morsel_range r;
-	long err;
-
-	inode_lock(inode);
-	err = get_range(inode, arg, &r);
-	if (!err)
+	if (!err && evict)
 		err = morsel_evict(m, i_size_read(inode), r.offset,
 				   min_t(u64, r.offset + r.length,
 					 i_size_read(inode)));
-	inode_unlock(inode);
+	else if (!err)
+		err = morsel_populate_range(m, r.offset, r.offset + r.length);
+	if (evict)
+		inode_unlock(inode);
+	else
+		inode_unlock_shared(inode);
 	return err;
 }
 
@@ -206,9 +201,8 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return -EBADF;
 	switch (cmd) {
 	case MORSEL_IOC_POPULATE:
-		return ioc_populate(m, inode, uarg);
 	case MORSEL_IOC_EVICT:
-		return ioc_evict(m, inode, uarg);
+		return ioc_range(m, inode, uarg, cmd == MORSEL_IOC_EVICT);
 	default:
 		return ioc_bind(m, uarg);
 	}

@@ -155,6 +155,12 @@ static int mount(struct vm_area_struct *vma)
 	struct morsel *m = vma_morsel(vma);
 	mentry_t *slot, want, cur = 0;
 
+	/*
+	 * Faults on holes of a mounted morsel come here too; the flag spares
+	 * them the process walk and the cmpxchg (no unmount races a fault).
+	 */
+	if (READ_ONCE(vma_map(vma)->mounted))
+		return 0;
 	want = morsel_mount_entry(m, vma->vm_flags & VM_WRITE,
 				  vma->vm_flags & VM_EXEC);
 	if (!want)		/* order 0 before its page exists */
