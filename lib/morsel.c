@@ -91,15 +91,28 @@ int morsel_bind(int fd, uint64_t addr)
 	return ioctl(fd, MORSEL_IOC_BIND, &b) ? NEG_ERRNO : 0;
 }
 
+/* The kernel fills at most MORSEL_MAPPINGS_MAX entries a call: page on. */
 int morsel_mappings(int fd, struct morsel_mapping *out, unsigned int room)
 {
 	struct morsel_mappings req;
+	uint64_t done = 0, filled;
 
-	memset(&req, 0, sizeof(req));
-	req.count = room;
-	req.entries = (uintptr_t)out;
-	if (ioctl(fd, MORSEL_IOC_MAPPINGS, &req))
-		return NEG_ERRNO;
+	do {
+		memset(&req, 0, sizeof(req));
+		req.count = room - done;
+		req.first = done;
+		req.entries = (uintptr_t)(out + done);
+		if (ioctl(fd, MORSEL_IOC_MAPPINGS, &req))
+			return NEG_ERRNO;
+		if (req.count <= done)
+			break;
+		filled = req.count - done;
+		if (filled > room - done)
+			filled = room - done;
+		if (filled > MORSEL_MAPPINGS_MAX)
+			filled = MORSEL_MAPPINGS_MAX;
+		done += filled;
+	} while (done < room);
 	return req.count > INT32_MAX ? INT32_MAX : (int)req.count;
 }
 

@@ -68,7 +68,9 @@ int morsel_evict(int fd, uint64_t offset, uint64_t length);
 int morsel_bind(int fd, uint64_t addr);
 /*
  * Describe up to @room current mappings in @out; returns the number of
- * mappings (which may be more than @room) or -errno.
+ * mappings (which may be more than @room) or -errno.  Mappings of other
+ * processes are flagged MORSEL_MAPPING_HIDDEN unless the caller has
+ * CAP_SYS_PTRACE.
  */
 int morsel_mappings(int fd, struct morsel_mapping *out, unsigned int room);
 

@@ -22,6 +22,7 @@
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
+#include <linux/pkeys.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/splice.h>
@@ -89,10 +90,18 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
 	return ALIGN(area, extent);
 }
 
+/*
+ * The mount entry can take away write and execute, never read: a mapping
+ * that may not read (PROT_NONE, PROT_EXEC alone, or a protection key,
+ * which morsel leaves cannot carry) is refused.  x86 cannot map a page
+ * write-only, so PROT_WRITE reads as on any file.
+ */
 static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	if (!(vma->vm_flags & VM_MAYSHARE) || vma->vm_pgoff)
 		return -EINVAL;
+	if (!(vma->vm_flags & (VM_READ | VM_WRITE)) || vma_pkey(vma))
+		return -EACCES;
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	if (!(vma->vm_flags & VM_WRITE))
 		vm_flags_clear(vma, VM_MAYWRITE);

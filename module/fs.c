@@ -10,24 +10,75 @@
  * of order 3 (512 GiB) with 4-level paging, where an order-4 morsel could
  * never be mapped; s_maxbytes makes the VFS refuse more with -EFBIG.
  *
+ * Limits, as tmpfs has them: the mount options size= (bytes with k/m/g/t
+ * suffixes, or N% of RAM; default 50 %) and nr_inodes= (default: half the
+ * RAM's pages); 0 means unlimited.  Data pages and page tables both count
+ * against size=; morsel_charge() takes the pages before tree.c allocates
+ * them, so a full file system gives -ENOSPC (a fault: SIGBUS) and nothing
+ * stored is lost.  statfs reports the limits and the use; st_blocks counts
+ * the populated data pages.  Both can change with remount, not below what
+ * is in use.
+ *
  * Locking: i_rwsem (held by the VFS around setattr and by file.c around
  * writes) orders size changes; m->lock orders them against new mappings
  * (nr_maps is raised under it), so the order never changes while a VMA
- * exists.  Population needs no lock (tree.c).
+ * exists.  Population needs no lock (tree.c); charges are cmpxchg loops on
+ * the instance's counters.  The limits change under s_umount (remount).
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
+#include <linux/fs_parser.h>
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/statfs.h>
 #include <linux/uaccess.h>
 
 #include "morsel.h"
 
 static const struct inode_operations morsel_dir_iops;
 static const struct inode_operations morsel_file_iops;
+
+/* ---- the size limit ---- */
+
+/**
+ * morsel_charge_upto - charge up to @nr pages to @m's file system
+ *
+ * Return: how many were charged (fewer than @nr only when size= is
+ * reached).  Lock-free.
+ */
+unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr)
+{
+	struct morsel_sb *sbi = m->sbi;
+	long used = atomic_long_read(&sbi->used), take;
+
+	do {
+		take = nr;
+		if (sbi->max_blocks)
+			take = clamp_t(long, (long)sbi->max_blocks - used, 0, nr);
+		if (!take)
+			return 0;
+	} while (!atomic_long_try_cmpxchg(&sbi->used, &used, used + take));
+	return take;
+}
+
+/* Charge exactly @nr pages, or nothing.  Return: true if charged. */
+bool morsel_charge(struct morsel *m, unsigned long nr)
+{
+	unsigned long got = morsel_charge_upto(m, nr);
+
+	if (got < nr)
+		morsel_uncharge(m, got);
+	return got == nr;
+}
+
+void morsel_uncharge(struct morsel *m, unsigned long nr)
+{
+	atomic_long_sub(nr, &m->sbi->used);
+}
 
 /* ---- size ---- */
 
@@ -121,6 +172,19 @@ out:
 	return err;
 }
 
+/* st_blocks (512-byte units) counts the populated data pages. */
+static int morsel_getattr(struct mnt_idmap *idmap, const struct path *path,
+			  struct kstat *stat, u32 request_mask,
+			  unsigned int query_flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+	struct morsel *m = inode->i_private;
+
+	generic_fillattr(idmap, request_mask, inode, stat);
+	stat->blocks = (u64)atomic_long_read(&m->nr_pages) << (PAGE_SHIFT - 9);
+	return 0;
+}
+
 static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 			  struct iattr *attr)
 {
@@ -145,16 +209,25 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 static struct inode *morsel_get_inode(struct super_block *sb,
 				      const struct inode *dir, umode_t mode)
 {
-	struct inode *inode = new_inode(sb);
+	struct morsel_sb *sbi = sb->s_fs_info;
+	struct inode *inode;
+	long n = atomic_long_read(&sbi->inodes);
 
-	if (!inode)
-		return ERR_PTR(-ENOSPC);
+	do {
+		if (sbi->max_inodes && n >= sbi->max_inodes)
+			return ERR_PTR(-ENOSPC);
+	} while (!atomic_long_try_cmpxchg(&sbi->inodes, &n, n + 1));
+	inode = new_inode(sb);
+	if (!inode) {
+		atomic_long_dec(&sbi->inodes);
+		return ERR_PTR(-ENOMEM);
+	}
 	inode->i_ino = get_next_ino();
 	inode_init_owner(&nop_mnt_idmap, inode, dir, mode);
 	simple_inode_init_ts(inode);
 	switch (mode & S_IFMT) {
 	case S_IFREG:
-		inode->i_private = morsel_alloc();
+		inode->i_private = morsel_alloc(sbi);
 		if (!inode->i_private) {
 			iput(inode);
 			return ERR_PTR(-ENOMEM);
@@ -205,10 +278,13 @@ static int morsel_mkdir(struct mnt_idmap *idmap, struct inode *dir,
 
 static void morsel_evict_inode(struct inode *inode)
 {
+	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 	if (S_ISREG(inode->i_mode) && inode->i_private)
 		morsel_destroy(inode->i_private);
+	atomic_long_dec(&sbi->inodes);
 }
 
 static const struct inode_operations morsel_dir_iops = {
@@ -224,20 +300,104 @@ static const struct inode_operations morsel_dir_iops = {
 
 static const struct inode_operations morsel_file_iops = {
 	.setattr = morsel_setattr,
-	.getattr = simple_getattr,
+	.getattr = morsel_getattr,
 };
 
-/* ---- super block ---- */
+/* ---- super block and mount options ---- */
+
+static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct morsel_sb *sbi = dentry->d_sb->s_fs_info;
+
+	simple_statfs(dentry, buf);
+	if (sbi->max_blocks) {
+		buf->f_blocks = sbi->max_blocks;
+		buf->f_bfree = sbi->max_blocks -
+			min_t(long, atomic_long_read(&sbi->used),
+			      sbi->max_blocks);
+		buf->f_bavail = buf->f_bfree;
+	}
+	if (sbi->max_inodes) {
+		buf->f_files = sbi->max_inodes;
+		buf->f_ffree = sbi->max_inodes -
+			min_t(long, atomic_long_read(&sbi->inodes),
+			      sbi->max_inodes);
+	}
+	return 0;
+}
+
+static int morsel_show_options(struct seq_file *seq, struct dentry *root)
+{
+	struct morsel_sb *sbi = root->d_sb->s_fs_info;
+
+	seq_printf(seq, ",size=%luk", sbi->max_blocks << (PAGE_SHIFT - 10));
+	seq_printf(seq, ",nr_inodes=%lu", sbi->max_inodes);
+	return 0;
+}
 
 static const struct super_operations morsel_sops = {
-	.statfs = simple_statfs,
+	.statfs = morsel_statfs,
 	.drop_inode = generic_delete_inode,
 	.evict_inode = morsel_evict_inode,
+	.show_options = morsel_show_options,
 };
+
+enum { OPT_SIZE, OPT_NR_INODES };
+
+static const struct fs_parameter_spec morsel_params[] = {
+	fsparam_string("size", OPT_SIZE),
+	fsparam_string("nr_inodes", OPT_NR_INODES),
+	{}
+};
+
+/* Options given to this mount or remount (fc->fs_private). */
+struct morsel_opts {
+	unsigned long blocks, inodes;
+	bool has_blocks, has_inodes;
+};
+
+static int morsel_parse_param(struct fs_context *fc,
+			      struct fs_parameter *param)
+{
+	struct morsel_opts *o = fc->fs_private;
+	struct fs_parse_result result;
+	unsigned long long n;
+	char *rest;
+	int opt = fs_parse(fc, morsel_params, param, &result);
+
+	if (opt < 0)
+		return opt;
+	n = memparse(param->string, &rest);
+	if (opt == OPT_SIZE && *rest == '%') {
+		if (n > 100)
+			return invalfc(fc, "size above 100%%");
+		n = div_u64(n * totalram_pages(), 100) << PAGE_SHIFT;
+		rest++;
+	}
+	if (*rest || rest == param->string)
+		return invalfc(fc, "bad value for %s", param->key);
+	if (opt == OPT_SIZE) {
+		o->blocks = DIV_ROUND_UP_ULL(n, PAGE_SIZE);
+		o->has_blocks = true;
+	} else {
+		o->inodes = min_t(unsigned long long, n, LONG_MAX);
+		o->has_inodes = true;
+	}
+	return 0;
+}
 
 static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 {
+	struct morsel_opts *o = fc->fs_private;
+	struct morsel_sb *sbi;
 	struct inode *root;
+
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	sbi->max_blocks = o->has_blocks ? o->blocks : totalram_pages() / 2;
+	sbi->max_inodes = o->has_inodes ? o->inodes : totalram_pages() / 2;
+	sb->s_fs_info = sbi;
 
 	sb->s_maxbytes = morsel_extent(pgtable_l5_enabled() ? 4 : 3);
 	sb->s_blocksize = PAGE_SIZE;
@@ -257,21 +417,63 @@ static int morsel_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, morsel_fill_super);
 }
 
+/* remount: new limits, never below what is in use (-EINVAL). */
+static int morsel_reconfigure(struct fs_context *fc)
+{
+	struct morsel_sb *sbi = fc->root->d_sb->s_fs_info;
+	struct morsel_opts *o = fc->fs_private;
+
+	if (o->has_blocks && o->blocks &&
+	    o->blocks < atomic_long_read(&sbi->used))
+		return invalfc(fc, "size below the space in use");
+	if (o->has_inodes && o->inodes &&
+	    o->inodes < atomic_long_read(&sbi->inodes))
+		return invalfc(fc, "nr_inodes below the inodes in use");
+	if (o->has_blocks)
+		WRITE_ONCE(sbi->max_blocks, o->blocks);
+	if (o->has_inodes)
+		WRITE_ONCE(sbi->max_inodes, o->inodes);
+	return 0;
+}
+
+static void morsel_free_fc(struct fs_context *fc)
+{
+	kfree(fc->fs_private);
+}
+
 static const struct fs_context_operations morsel_context_ops = {
+	.parse_param = morsel_parse_param,
 	.get_tree = morsel_get_tree,
+	.reconfigure = morsel_reconfigure,
+	.free = morsel_free_fc,
 };
 
 static int morsel_init_fs_context(struct fs_context *fc)
 {
+	struct morsel_opts *o = kzalloc(sizeof(*o), GFP_KERNEL);
+
+	if (!o)
+		return -ENOMEM;
+	fc->fs_private = o;
 	fc->ops = &morsel_context_ops;
 	return 0;
+}
+
+/* After the last inode is gone (kill_litter_super), the instance itself. */
+static void morsel_kill_sb(struct super_block *sb)
+{
+	struct morsel_sb *sbi = sb->s_fs_info;
+
+	kill_litter_super(sb);
+	kfree(sbi);
 }
 
 static struct file_system_type morselfs_type = {
 	.owner = THIS_MODULE,
 	.name = "morselfs",
 	.init_fs_context = morsel_init_fs_context,
-	.kill_sb = kill_litter_super,
+	.parameters = morsel_params,
+	.kill_sb = morsel_kill_sb,
 };
 
 int morselfs_register(void)

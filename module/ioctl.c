@@ -7,14 +7,19 @@
  * Operations that change the morsel (populate, evict, bind) need a file
  * opened for writing (-EBADF otherwise).
  *
- * Locking: POPULATE holds the inode lock shared (faults populate
- * concurrently, lock-free); EVICT holds it exclusive (file.c); STAT, BIND
- * and MAPPINGS hold m->lock, which keeps the list of mappings and every
- * VMA on it alive.
+ * Locking: arguments are copied in before any lock is taken (a user
+ * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
+ * inode lock shared (faults populate concurrently, lock-free); EVICT holds
+ * it exclusive (file.c); STAT, BIND and MAPPINGS hold m->lock, which keeps
+ * the list of mappings and every VMA on it alive; MAPPINGS copies out only
+ * after dropping it (a fault on the buffer takes mmap_lock, which nests
+ * outside m->lock).
  */
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/mman.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -50,12 +55,9 @@ static long ioc_stat(struct morsel *m, struct inode *inode,
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
-/* Copy in and check a range: page aligned, non-empty, inside the file. */
-static long get_range(struct inode *inode, struct morsel_range __user *arg,
-		      struct morsel_range *r)
+/* Check a range: page aligned, non-empty, inside the file. */
+static long check_range(struct inode *inode, const struct morsel_range *r)
 {
-	if (copy_from_user(r, arg, sizeof(*r)))
-		return -EFAULT;
 	if (r->flags || !all_zero(r->reserved, sizeof(r->reserved)))
 		return -EINVAL;
 	if (!r->length || !PAGE_ALIGNED(r->offset) || !PAGE_ALIGNED(r->length))
@@ -73,11 +75,13 @@ static long ioc_range(struct morsel *m, struct inode *inode,
 	struct morsel_range r;
 	long err;
 
+	if (copy_from_user(&r, arg, sizeof(r)))
+		return -EFAULT;
 	if (evict)
 		inode_lock(inode);
 	else
 		inode_lock_shared(inode);
-	err = get_range(inode, arg, &r);
+	err = check_range(inode, &r);
 	if (!err && evict)
 		err = morsel_evict(m, i_size_read(inode), r.offset,
 				   min_t(u64, r.offset + r.length,
@@ -116,65 +120,87 @@ static long ioc_bind(struct morsel *m, struct morsel_bind __user *arg)
 	return err;
 }
 
-/* A process using @mm, as a pid in the caller's namespace, or 0. */
+/*
+ * May the caller see where and how @mm maps a morsel?  Its own process
+ * always; others only with CAP_SYS_PTRACE, a stricter rule than the
+ * ptrace read check /proc/PID/maps uses (which is not exported).
+ */
+static bool may_see(struct mm_struct *mm)
+{
+	return mm == current->mm || capable(CAP_SYS_PTRACE);
+}
+
+/*
+ * The thread group that owns @mm, as a pid in the caller's namespace, or 0
+ * once every user of @mm has exited.  mm->owner (memcg) is kept up to
+ * date by the kernel, so this costs no scan of the task list.
+ */
 static pid_t mm_pid(struct mm_struct *mm)
 {
-	struct task_struct *p;
+	struct task_struct *owner;
 	pid_t pid = 0;
 
 	rcu_read_lock();
-	for_each_process(p) {
-		if (READ_ONCE(p->mm) == mm) {
-			pid = task_tgid_vnr(p);
-			break;
-		}
-	}
+	owner = rcu_dereference(mm->owner);
+	if (owner)
+		pid = task_tgid_vnr(owner);
 	rcu_read_unlock();
 	return pid;
 }
 
+static void describe(struct morsel_map *map, struct morsel_mapping *out)
+{
+	struct vm_area_struct *vma = map->vma;
+
+	memset(out, 0, sizeof(*out));
+	if (!may_see(vma->vm_mm)) {
+		out->flags = MORSEL_MAPPING_HIDDEN;
+		return;
+	}
+	out->addr = vma->vm_start;
+	out->prot = (vma->vm_flags & VM_READ ? MORSEL_PROT_READ : 0) |
+		    (vma->vm_flags & VM_WRITE ? MORSEL_PROT_WRITE : 0) |
+		    (vma->vm_flags & VM_EXEC ? MORSEL_PROT_EXEC : 0);
+	out->pid = mm_pid(vma->vm_mm);
+	out->flags = READ_ONCE(map->mounted) ? MORSEL_MAPPING_MOUNTED : 0;
+}
+
+/*
+ * Fill at most MORSEL_MAPPINGS_MAX entries from index @first on into a
+ * buffer of fixed size, and report the total; long lists are walked with
+ * cond_resched() (m->lock is a mutex).
+ */
 static long ioc_mappings(struct morsel *m, struct morsel_mappings __user *arg)
 {
 	struct morsel_mapping *out = NULL;
 	struct morsel_mappings req;
 	struct morsel_map *map;
-	u64 room, n = 0;
+	u64 room, i = 0, n = 0;
 	long err = 0;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
 	if (req.flags || !all_zero(req.reserved, sizeof(req.reserved)))
 		return -EINVAL;
-	mutex_lock(&m->lock);
-	room = min_t(u64, req.count, m->nr_maps);
+	room = min_t(u64, req.count, MORSEL_MAPPINGS_MAX);
 	if (room) {
 		out = kcalloc(room, sizeof(*out), GFP_KERNEL);
-		if (!out) {
-			mutex_unlock(&m->lock);
+		if (!out)
 			return -ENOMEM;
-		}
 	}
+	mutex_lock(&m->lock);
 	list_for_each_entry(map, &m->maps, node) {
-		struct vm_area_struct *vma = map->vma;
-
-		if (n < room) {
-			out[n].addr = vma->vm_start;
-			out[n].prot =
-				(vma->vm_flags & VM_READ ? MORSEL_PROT_READ : 0) |
-				(vma->vm_flags & VM_WRITE ? MORSEL_PROT_WRITE : 0) |
-				(vma->vm_flags & VM_EXEC ? MORSEL_PROT_EXEC : 0);
-			out[n].pid = mm_pid(vma->vm_mm);
-			out[n].flags = READ_ONCE(map->mounted) ?
-				       MORSEL_MAPPING_MOUNTED : 0;
-		}
-		n++;
+		if (i >= req.first && n < room)
+			describe(map, &out[n++]);
+		if (!(++i % 256))
+			cond_resched();
 	}
 	mutex_unlock(&m->lock);
-	if (room && copy_to_user(u64_to_user_ptr(req.entries), out,
-				 room * sizeof(*out)))
+	if (n && copy_to_user(u64_to_user_ptr(req.entries), out,
+			      n * sizeof(*out)))
 		err = -EFAULT;
 	kfree(out);
-	if (!err && put_user(n, &arg->count))
+	if (!err && put_user(i, &arg->count))
 		err = -EFAULT;
 	return err;
 }

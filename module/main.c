@@ -1,14 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Module entry: registers the counters and the morselfs file system.
+ * Unloading waits for the tables still queued for an RCU grace period
+ * (tree.c), whose callback is module code.
  */
 #include <linux/module.h>
+#include <linux/rcupdate.h>
+#include <asm/cpufeature.h>
 
 #include "morsel.h"
 
 static int __init morsel_init(void)
 {
-	int err = morsel_stats_init();
+	int err;
+
+	/*
+	 * Xen PV page tables are read-only to the guest and written through
+	 * hypercalls (pv_ops.mmu); morsels write entries with cmpxchg.
+	 */
+	if (cpu_feature_enabled(X86_FEATURE_XENPV)) {
+		pr_err("morsel: Xen PV guests are not supported\n");
+		return -EOPNOTSUPP;
+	}
+	err = morsel_stats_init();
 
 	if (err)
 		return err;
@@ -21,6 +35,7 @@ static int __init morsel_init(void)
 static void __exit morsel_exit(void)
 {
 	morselfs_unregister();
+	rcu_barrier();
 	morsel_stats_exit();
 }
 

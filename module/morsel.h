@@ -17,8 +17,29 @@
 #include <linux/mm.h>
 #include <uapi/linux/morsel.h>
 
+/* Charges go to memory cgroups, and MAPPINGS names mm->owner. */
+#ifndef CONFIG_MEMCG
+#error "morselfs needs CONFIG_MEMCG"
+#endif
+
 /* A raw x86-64 page-table entry as stored in a morsel's tables. */
 typedef u64 mentry_t;
+
+/**
+ * struct morsel_sb - one morselfs instance (sb->s_fs_info), see fs.c
+ * @max_blocks: size= limit in pages (data pages and tables), 0: none.
+ * @max_inodes: nr_inodes= limit, 0: none.
+ * @used:       pages and tables charged (morsel_charge).
+ * @inodes:     inodes in use.
+ * Limits change only on remount (under the super block's s_umount);
+ * the counters are atomics, charged with cmpxchg against the limit.
+ */
+struct morsel_sb {
+	unsigned long max_blocks;
+	unsigned long max_inodes;
+	atomic_long_t used;
+	atomic_long_t inodes;
+};
 
 /**
  * struct morsel - one memory object
@@ -34,6 +55,7 @@ typedef u64 mentry_t;
  * @bound:      address every mapping must use, or 0.
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
+ * @sbi:        the file system instance, charged for pages and tables.
  */
 struct morsel {
 	struct mutex lock;	/* see @lock above */
@@ -44,6 +66,7 @@ struct morsel {
 	u64 bound;
 	atomic_long_t nr_pages;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
+	struct morsel_sb *sbi;
 };
 
 /**
@@ -51,7 +74,8 @@ struct morsel {
  * @node:    in morsel->maps, under morsel->lock.
  * @vma:     the VMA; valid while on the list (->close removes it).
  * @morsel:  the morsel.
- * @mounted: the VMA's mount entry is present (set and cleared with it).
+ * @mounted: the VMA's mount entry was written and not yet cleared; for
+ *           MORSEL_IOC_MAPPINGS only (a fault never trusts it).
  */
 struct morsel_map {
 	struct list_head node;
@@ -69,7 +93,7 @@ static inline u64 morsel_extent(unsigned int order)
 int morsel_order_for_size(loff_t size);
 
 /* tree.c */
-struct morsel *morsel_alloc(void);
+struct morsel *morsel_alloc(struct morsel_sb *sbi);
 void morsel_destroy(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end);
@@ -94,6 +118,9 @@ int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end);
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* fs.c */
+bool morsel_charge(struct morsel *m, unsigned long nr);
+unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr);
+void morsel_uncharge(struct morsel *m, unsigned long nr);
 int morsel_grow_order(struct morsel *m, loff_t size);
 void morsel_fit_order(struct inode *inode);
 int morselfs_register(void);

@@ -34,6 +34,15 @@
  * pagemap), NUMA balancing, khugepaged, mlock and KSM skip or refuse the
  * VMA; ->may_split and ->mprotect refuse splits and protection changes.
  *
+ * - Secondary MMUs (KVM, ...): munmap, exit and mremap are bracketed by
+ *   the generic code's own mmu notifier calls (MMU_NOTIFY_UNMAP around
+ *   unmap_single_vma, mmu_notifier_release at exit, move_page_tables);
+ *   eviction, which no generic code knows about, calls
+ *   mmu_notifier_invalidate_cleared (kernel patch 0006) for every mapper
+ *   after the leaves are cleared and before the pages are freed.
+ *   follow_pfnmap_start() refuses morsel VMAs (patch 0006), so KVM maps
+ *   morsel pages only through GUP, which checks VM_WRITE.
+ *
  * Mapping tracking: every VMA has a struct morsel_map on its morsel's list
  * (added by mmap and ->open, removed by ->close, all under m->lock).
  * Eviction flushes the TLB of every mm on the list; a VMA joins the list
@@ -41,14 +50,16 @@
  *
  * Locking: mmap_lock (or the VMA lock) -> m->lock.  A fault runs under the
  * VMA read lock or mmap_lock (read) and takes no lock of ours.  The mount
- * entry is owned by this VMA alone (the VMA spans the whole entry), so a
- * cmpxchg from 0 is enough against a concurrent fault; unmount runs with
- * the VMA write-locked (munmap, mremap) or the mm dying (exit), so no fault
- * races with it.  m->order cannot change while the VMA exists
- * (nr_maps > 0).
+ * entry is owned by this VMA alone (the VMA spans the whole entry): a
+ * fault writes it with a cmpxchg from 0 and unmount clears it with a
+ * cmpxchg from the morsel's own root, so neither trusts a flag and a fault
+ * racing an unmount (the hook contract allows zap_page_range_single, which
+ * holds no VMA write lock) at worst refaults.  m->order cannot change
+ * while the VMA exists (nr_maps > 0).
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/pgtable.h>
 #include <linux/slab.h>
 #include <asm/tlbflush.h>
@@ -146,26 +157,25 @@ static mentry_t *mount_slot(struct mm_struct *mm, unsigned long addr,
 	return (mentry_t *)pte_offset_kernel(pmd, addr);
 }
 
+static mentry_t vma_mount_entry(struct vm_area_struct *vma)
+{
+	return morsel_mount_entry(vma_morsel(vma), vma->vm_flags & VM_WRITE,
+				  vma->vm_flags & VM_EXEC);
+}
+
 /*
- * Write the mount entry of @vma if it is empty.  Return: 0, -ENOMEM, or
- * -EEXIST if a foreign entry is in the way (which would be a bug).
+ * Write the mount entry of @vma if it is empty.  Faults on holes of a
+ * mounted morsel come here too and find it in place.  Return: 0, -ENOMEM,
+ * or -EEXIST if any other entry is in the way (which would be a bug).
  */
 static int mount(struct vm_area_struct *vma)
 {
-	struct morsel *m = vma_morsel(vma);
-	mentry_t *slot, want, cur = 0;
+	mentry_t *slot, want = vma_mount_entry(vma), cur = 0;
 
-	/*
-	 * Faults on holes of a mounted morsel come here too; the flag spares
-	 * them the process walk and the cmpxchg (no unmount races a fault).
-	 */
-	if (READ_ONCE(vma_map(vma)->mounted))
-		return 0;
-	want = morsel_mount_entry(m, vma->vm_flags & VM_WRITE,
-				  vma->vm_flags & VM_EXEC);
 	if (!want)		/* order 0 before its page exists */
 		return 0;
-	slot = mount_slot(vma->vm_mm, vma->vm_start, m->order, true);
+	slot = mount_slot(vma->vm_mm, vma->vm_start, vma_morsel(vma)->order,
+			  true);
 	if (!slot)
 		return -ENOMEM;
 	if (try_cmpxchg64(slot, &cur, want)) {
@@ -173,8 +183,8 @@ static int mount(struct vm_area_struct *vma)
 		atomic_long_inc(&morsel_stat_mounts);
 		return 0;
 	}
-	/* Already mounted (by a racing fault, or a stale TLB entry). */
-	if ((cur & PTE_PFN_MASK) != (want & PTE_PFN_MASK)) {
+	/* Mounted already (a racing fault), with exactly these rights? */
+	if (cur != want) {
 		pr_err_ratelimited("morsel: foreign entry %llx at %lx\n",
 				   cur, vma->vm_start);
 		return -EEXIST;
@@ -241,19 +251,28 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 }
 
 /**
- * morsel_flush_mappers - flush [@start, @end) of @m from every mapper's TLB
+ * morsel_flush_mappers - flush cleared leaves of [@start, @end) of @m
  *
- * Offsets into the morsel.  Caller holds m->lock, so every VMA on the list
- * (and its mm) stays alive.
+ * From every mapper's TLBs first, then from its secondary MMUs: a KVM
+ * fault that read a leaf before it was cleared sees the invalidation and
+ * retries, one after it finds the hole.  Offsets into the morsel.  Caller
+ * holds m->lock, so every VMA on the list (and its mm) stays alive.
  */
 void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
 {
 	struct morsel_map *map;
 
 	lockdep_assert_held(&m->lock);
-	list_for_each_entry(map, &m->maps, node)
-		flush_tlb_mm_range(map->vma->vm_mm, map->vma->vm_start + start,
-				   map->vma->vm_start + end, PAGE_SHIFT, false);
+	list_for_each_entry(map, &m->maps, node) {
+		struct vm_area_struct *vma = map->vma;
+
+		flush_tlb_mm_range(vma->vm_mm, vma->vm_start + start,
+				   vma->vm_start + end, PAGE_SHIFT, false);
+		mmu_notifier_invalidate_cleared(vma->vm_mm,
+						vma->vm_start + start,
+						vma->vm_start + end);
+		cond_resched();
+	}
 }
 
 static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
@@ -267,6 +286,8 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	if (off >= PAGE_ALIGN(i_size_read(file_inode(vma->vm_file))))
 		return VM_FAULT_SIGBUS;
 	page = morsel_populate(m, off);
+	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
+		return VM_FAULT_SIGBUS;		/* size= reached, as tmpfs */
 	if (IS_ERR(page))
 		return VM_FAULT_OOM;
 	err = mount(vma);
@@ -275,15 +296,30 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	return err ? VM_FAULT_SIGBUS : VM_FAULT_NOPAGE;
 }
 
+/*
+ * Clear the mount entry, but only if it mounts this morsel: any other entry
+ * would be a process table that generic code must free (and would be a
+ * bug, reported).
+ */
 static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 				   unsigned long start, unsigned long end)
 {
 	struct morsel *m = vma_morsel(vma);
-	mentry_t *slot;
+	mentry_t *slot, cur;
 
 	slot = mount_slot(vma->vm_mm, vma->vm_start, m->order, false);
-	if (!slot || !xchg(slot, 0))
+	if (!slot)
 		return;
+	cur = READ_ONCE(*slot);
+	do {
+		if (!cur)
+			return;
+		if ((cur ^ READ_ONCE(m->root)) & PTE_PFN_MASK) {
+			pr_err_ratelimited("morsel: foreign entry %llx at %lx kept\n",
+					   cur, vma->vm_start);
+			return;
+		}
+	} while (!try_cmpxchg64(slot, &cur, 0));
 	WRITE_ONCE(vma_map(vma)->mounted, false);
 	flush_tlb_mm_range(vma->vm_mm, vma->vm_start, vma->vm_end,
 			   PAGE_SHIFT, true);

@@ -25,17 +25,30 @@
  * - Tables are freed (morsel_free_range, morsel_set_order, morsel_destroy)
  *   only with the inode lock held exclusively, m->lock held and no mapping
  *   (nr_maps == 0), after every former mapping was unmounted and its TLB
- *   flushed: then no CPU walks the tree and nobody populates it.
+ *   flushed: then no CPU walks the tree and nobody populates it.  Software
+ *   walkers that run without locks (GUP-fast, perf's page-size walk, KVM's
+ *   mapping-level lookup) hold off RCU by disabling interrupts, and on a
+ *   paravirtual guest the TLB flush may skip a preempted vCPU that is in
+ *   such a walk; so a table that was ever published goes back to the page
+ *   allocator only after an RCU grace period (call_rcu), as the kernel's
+ *   own tlb_remove_table() does.
  * - Leaves of a mapped morsel are cleared by morsel_evict_mapped with
  *   m->lock and the PTE table's split page-table lock held (the lock GUP's
- *   slow path holds while it takes its reference); the pages are freed
- *   after the TLBs of all mappers are flushed.  Tables stay.
+ *   slow path holds while it takes its reference); the TLBs of all mappers
+ *   are flushed and their secondary MMUs (KVM, ...) invalidated before the
+ *   pages are freed.  Tables stay.
+ * - Memory is charged twice: to the memory cgroup of the allocating task
+ *   (__GFP_ACCOUNT, as shmem does; the charge stays with the page) and to
+ *   the file system's size= limit (fs.c: morsel_charge), which is taken
+ *   before a page or table is allocated and given back when it is freed
+ *   or loses a publication race.
  * - Freeing is post-order: a table or page is freed only after every entry
  *   below it is gone, and the entry pointing at it is cleared before it is
  *   freed, so an interrupted teardown leaves a consistent smaller tree.
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <asm/pgalloc.h>
@@ -43,6 +56,7 @@
 #include "morsel.h"
 
 #define ENTRY_TABLE	((mentry_t)_PAGE_TABLE)
+#define DATA_GFP	(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
 
 static inline void *entry_va(mentry_t e)
 {
@@ -60,16 +74,22 @@ static inline unsigned int level_index(u64 off, int level)
 	return (off >> (PAGE_SHIFT + 9 * (level - 1))) & (PTRS_PER_PTE - 1);
 }
 
+/* A new zeroed table for @level.  Return: the table or ERR_PTR(). */
 static void *table_alloc(struct morsel *m, int level)
 {
-	struct ptdesc *pt = pagetable_alloc(GFP_KERNEL | __GFP_ZERO, 0);
+	struct ptdesc *pt;
 
-	if (!pt)
-		return NULL;
-	if ((level == 1 && !pagetable_pte_ctor(pt)) ||
-	    (level == 2 && !pagetable_pmd_ctor(pt))) {
+	if (!morsel_charge(m, 1))
+		return ERR_PTR(-ENOSPC);
+	pt = pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
+	if (pt && ((level == 1 && !pagetable_pte_ctor(pt)) ||
+		   (level == 2 && !pagetable_pmd_ctor(pt)))) {
 		pagetable_free(pt);
-		return NULL;
+		pt = NULL;
+	}
+	if (!pt) {
+		morsel_uncharge(m, 1);
+		return ERR_PTR(-ENOMEM);
 	}
 	if (level == 3)
 		pagetable_pud_ctor(pt);
@@ -78,7 +98,17 @@ static void *table_alloc(struct morsel *m, int level)
 	return ptdesc_address(pt);
 }
 
-static void table_free(struct morsel *m, void *table, int level)
+static void table_free_rcu(struct rcu_head *head)
+{
+	pagetable_free(container_of(head, struct ptdesc, pt_rcu_head));
+}
+
+/*
+ * Free a table.  One that was ever published (@published) may still be
+ * under a lockless walker: it goes after a grace period (top of file).
+ */
+static void table_free(struct morsel *m, void *table, int level,
+		       bool published)
 {
 	struct ptdesc *pt = virt_to_ptdesc(table);
 
@@ -88,9 +118,13 @@ static void table_free(struct morsel *m, void *table, int level)
 		pagetable_pmd_dtor(pt);
 	else if (level == 3)
 		pagetable_pud_dtor(pt);
-	pagetable_free(pt);
+	if (published)
+		call_rcu(&pt->pt_rcu_head, table_free_rcu);
+	else
+		pagetable_free(pt);
 	atomic_long_dec(&m->nr_tables[level - 1]);
 	atomic_long_dec(&morsel_stat_tables);
+	morsel_uncharge(m, 1);
 }
 
 static mentry_t table_entry(void *table)
@@ -100,7 +134,9 @@ static mentry_t table_entry(void *table)
 
 static mentry_t page_entry(struct page *page)
 {
-	pte_t pte = pfn_pte(page_to_pfn(page), PAGE_SHARED_EXEC);
+	/* pgprot_encrypted: the SME/SEV C-bit, as vm_get_page_prot() adds. */
+	pte_t pte = pfn_pte(page_to_pfn(page),
+			    pgprot_encrypted(PAGE_SHARED_EXEC));
 
 	return pte_val(pte_mkspecial(pte_mkdirty(pte_mkyoung(pte))));
 }
@@ -110,10 +146,13 @@ static struct page *entry_page(mentry_t e)
 	return pfn_to_page((e & PTE_PFN_MASK) >> PAGE_SHIFT);
 }
 
+/* Count @nr published (or, negative, freed) pages; frees give back size. */
 static void pages_added(struct morsel *m, long nr)
 {
 	atomic_long_add(nr, &m->nr_pages);
 	atomic_long_add(nr, &morsel_stat_pages);
+	if (nr < 0)
+		morsel_uncharge(m, -nr);
 }
 
 /* Drop the morsel's reference; a GUP pin keeps the page alive. */
@@ -121,6 +160,13 @@ static void page_free(struct morsel *m, mentry_t e)
 {
 	put_page(entry_page(e));
 	pages_added(m, -1);
+}
+
+/* A page that lost its publication race (or was never used). */
+static void page_unused(struct morsel *m, struct page *page)
+{
+	__free_page(page);
+	morsel_uncharge(m, 1);
 }
 
 /* Publish @new in the empty @slot; on a lost race return the winner. */
@@ -137,7 +183,7 @@ static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
  * are created and published lock-free; without, a missing table ends the
  * walk and, if @hole is given, *@hole is set to the bytes the missing
  * object would cover (aligned, so the walk can skip them).
- * Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM).
+ * Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM or -ENOSPC).
  */
 static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole)
 {
@@ -156,11 +202,11 @@ static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole)
 		if (!e) {
 			void *t = table_alloc(m, level);
 
-			if (!t)
-				return ERR_PTR(-ENOMEM);
+			if (IS_ERR(t))
+				return t;
 			e = publish(slot, table_entry(t), &lost);
 			if (lost)
-				table_free(m, t, level);
+				table_free(m, t, level, false);
 		}
 		slot = (mentry_t *)entry_va(e) + level_index(off, level);
 	}
@@ -179,7 +225,7 @@ static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
  *
  * Lock-free; see the top of this file.
  * Return: the page (valid while the caller keeps the tree from shrinking)
- * or ERR_PTR(-ENOMEM).
+ * or ERR_PTR(-ENOMEM), ERR_PTR(-ENOSPC) (the file system is full).
  */
 struct page *morsel_populate(struct morsel *m, u64 off)
 {
@@ -193,12 +239,16 @@ struct page *morsel_populate(struct morsel *m, u64 off)
 	e = READ_ONCE(*slot);
 	if (e)
 		return entry_page(e);
-	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
-	if (!page)
+	if (!morsel_charge(m, 1))
+		return ERR_PTR(-ENOSPC);
+	page = alloc_page(DATA_GFP);
+	if (!page) {
+		morsel_uncharge(m, 1);
 		return ERR_PTR(-ENOMEM);
+	}
 	e = publish(slot, page_entry(page), &lost);
 	if (lost)
-		__free_page(page);
+		page_unused(m, page);
 	else
 		pages_added(m, 1);
 	return entry_page(e);
@@ -208,11 +258,13 @@ struct page *morsel_populate(struct morsel *m, u64 off)
  * morsel_populate_range - populate every page in [@start, @end)
  *
  * Works one PTE table at a time: the missing pages of the table are
- * allocated with one bulk call, then published with cmpxchg; pages that
- * lose a race to a concurrent fault are reused for the next empty slot or
- * freed.  Lock-free like morsel_populate.  Offsets are page aligned and
- * within the extent.  Return: 0, -ENOMEM or -EINTR (fatal signal); what
- * was populated before an error stays.
+ * charged to the size limit, allocated with one bulk call (topped up page
+ * by page: the bulk allocator may legitimately return fewer, e.g. always
+ * one with memcg accounting or page_owner), then published with cmpxchg;
+ * pages that lose a race to a concurrent fault are reused for the next
+ * empty slot or freed.  Lock-free like morsel_populate.  Offsets are page
+ * aligned and within the extent.  Return: 0, -ENOMEM, -ENOSPC (size limit)
+ * or -EINTR (fatal signal); what was populated before an error stays.
  */
 int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 {
@@ -227,7 +279,7 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 		mentry_t *slot = leaf_slot(m, off, true);
 		u64 stop = min(end, round_down(off, table_span) + table_span);
 		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
-		unsigned int want = 0, got, used = 0;
+		unsigned int want = 0, granted, got, used = 0;
 		bool lost;
 
 		if (IS_ERR(slot)) {
@@ -236,9 +288,15 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 		}
 		for (i = 0; i < n; i++)
 			want += !READ_ONCE(slot[i]);
-		memset(pages, 0, want * sizeof(*pages));
-		got = want ? alloc_pages_bulk_array(GFP_HIGHUSER | __GFP_ZERO,
-						    want, pages) : 0;
+		granted = morsel_charge_upto(m, want);
+		memset(pages, 0, granted * sizeof(*pages));
+		got = granted ? alloc_pages_bulk_array(DATA_GFP, granted,
+						       pages) : 0;
+		for (; got < granted; got++) {
+			pages[got] = alloc_page(DATA_GFP);
+			if (!pages[got])
+				break;
+		}
 		for (i = 0; i < n && used < got; i++) {
 			if (READ_ONCE(slot[i]))
 				continue;
@@ -247,10 +305,13 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 				used++;
 		}
 		pages_added(m, used);
-		if (got < want)
+		if (got < granted)
 			err = -ENOMEM;
+		else if (granted < want)
+			err = -ENOSPC;
+		morsel_uncharge(m, granted - got);
 		while (used < got)
-			__free_page(pages[used++]);
+			page_unused(m, pages[used++]);
 		off = stop;
 		if (fatal_signal_pending(current))
 			err = -EINTR;
@@ -315,11 +376,13 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 				   max(start, base) - base,
 				   min(end, base + child) - base);
 		}
+		if (level == 1)
+			cond_resched();	/* 512 pages at most */
 	}
 	if (start == 0 && end == level_span(level)) {
 		WRITE_ONCE(*slot, 0);
 		if (level > 0)
-			table_free(m, entry_va(e), level);
+			table_free(m, entry_va(e), level, true);
 		else
 			page_free(m, e);
 	}
@@ -342,8 +405,9 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  * morsel_evict_mapped - free the pages in [@start, @end) of a mapped morsel
  *
  * Every leaf entry of the range is cleared under its PTE table's lock, the
- * TLBs of every process mapping the morsel are flushed, and only then are
- * the pages released.  Tables stay: a concurrent fault may be walking them.
+ * TLBs and secondary MMUs of every process mapping the morsel are flushed
+ * (morsel_flush_mappers), and only then are the pages released.  Tables
+ * stay: a concurrent fault may be walking them.
  * An order-0 morsel's leaf is copied into each mounting entry, so its page
  * is zeroed instead.  Offsets are page aligned; caller holds m->lock.
  */
@@ -389,6 +453,7 @@ void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
 		list_del(&page->lru);
 		put_page(page);
 		pages_added(m, -1);
+		cond_resched();
 	}
 }
 
@@ -398,20 +463,21 @@ void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
  * Raising adds tables above the old root (which becomes entry 0 of the new
  * one; nothing is copied).  Lowering frees everything beyond the new extent
  * and then the tables above the new root.  Caller holds m->lock and the
- * morsel is not mapped.  Return: 0 or -ENOMEM (order unchanged).
+ * morsel is not mapped.  Return: 0, -ENOMEM or -ENOSPC (order unchanged).
  */
 int morsel_set_order(struct morsel *m, unsigned int order)
 {
 	void *tables[MORSEL_MAX_ORDER + 1] = { };
 	unsigned int level;
+	int err;
 
 	lockdep_assert_held(&m->lock);
 	if (order > m->order && !m->root) {
 		/* Nothing to keep: the new root is one empty table. */
 		mentry_t *t = table_alloc(m, order);
 
-		if (!t)
-			return -ENOMEM;
+		if (IS_ERR(t))
+			return PTR_ERR(t);
 		WRITE_ONCE(m->root, table_entry(t));
 		m->order = order;
 		return 0;
@@ -419,8 +485,11 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 	if (order > m->order) {
 		for (level = m->order + 1; level <= order; level++) {
 			tables[level] = table_alloc(m, level);
-			if (!tables[level])
+			if (IS_ERR(tables[level])) {
+				err = PTR_ERR(tables[level]);
+				tables[level] = NULL;
 				goto undo;
+			}
 		}
 		for (level = m->order + 1; level <= order; level++) {
 			mentry_t *t = tables[level];
@@ -442,7 +511,7 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 			t = entry_va(e);
 			WRITE_ONCE(m->root, t[0]);
 			t[0] = 0;
-			table_free(m, t, level);
+			table_free(m, t, level, true);
 		}
 		m->order = order;
 	}
@@ -450,14 +519,18 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 undo:
 	for (level = m->order + 1; level <= order; level++)
 		if (tables[level])
-			table_free(m, tables[level], level);
-	return -ENOMEM;
+			table_free(m, tables[level], level, false);
+	return err;
 }
 
 /**
  * morsel_mount_entry - the entry that mounts @m with the given rights
  *
- * Return: 0 if nothing is populated (only possible for order 0).
+ * For order 0 the entry is the leaf PTE itself: a read-only one also loses
+ * _PAGE_DIRTY, since RW=0 with Dirty=1 is a shadow-stack page under CET
+ * (writable by WRSS, and pte_write() would call it writable).  In table
+ * entries (orders >= 1) the hardware ignores Dirty.
+ * Return: 0 if nothing is populated (order 0 before its page exists).
  */
 mentry_t morsel_mount_entry(struct morsel *m, bool write, bool exec)
 {
@@ -466,18 +539,19 @@ mentry_t morsel_mount_entry(struct morsel *m, bool write, bool exec)
 	if (!e)
 		return 0;
 	if (!write)
-		e &= ~(mentry_t)_PAGE_RW;
+		e &= ~(mentry_t)(m->order ? _PAGE_RW : _PAGE_RW | _PAGE_DIRTY);
 	if (!exec)
 		e |= _PAGE_NX & __supported_pte_mask;
 	return e;
 }
 
-struct morsel *morsel_alloc(void)
+struct morsel *morsel_alloc(struct morsel_sb *sbi)
 {
 	struct morsel *m = kzalloc(sizeof(*m), GFP_KERNEL);
 
 	if (!m)
 		return NULL;
+	m->sbi = sbi;
 	mutex_init(&m->lock);
 	INIT_LIST_HEAD(&m->maps);
 	atomic_long_inc(&morsel_stat_morsels);

@@ -96,13 +96,18 @@ static int cmd_stat(const char *path)
 	else
 		printf("bound:    no\n");
 	printf("mappings: %d\n", n);
-	for (i = 0; i < n && i < 64; i++)
+	for (i = 0; i < n && i < 64; i++) {
+		if (maps[i].flags & MORSEL_MAPPING_HIDDEN) {
+			printf("  (another user's process)\n");
+			continue;
+		}
 		printf("  pid %-7" PRIu64 " 0x%012" PRIx64 " %c%c%c%s\n",
 		       (uint64_t)maps[i].pid, (uint64_t)maps[i].addr,
 		       maps[i].prot & MORSEL_PROT_READ ? 'r' : '-',
 		       maps[i].prot & MORSEL_PROT_WRITE ? 'w' : '-',
 		       maps[i].prot & MORSEL_PROT_EXEC ? 'x' : '-',
 		       maps[i].flags & MORSEL_MAPPING_MOUNTED ? " mounted" : "");
+	}
 	return 0;
 }
 

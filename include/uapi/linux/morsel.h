@@ -85,16 +85,28 @@ struct morsel_bind {
 #define MORSEL_PROT_WRITE	0x2
 #define MORSEL_PROT_EXEC	0x4
 
-/* The mapping's mount entry is present now (struct morsel_mapping.flags). */
+/* struct morsel_mapping.flags: */
+/* The mapping's mount entry is present now. */
 #define MORSEL_MAPPING_MOUNTED	0x1
+/*
+ * The mapping belongs to another process and the caller lacks
+ * CAP_SYS_PTRACE: every other field is 0.
+ */
+#define MORSEL_MAPPING_HIDDEN	0x2
+
+/* Entries MORSEL_IOC_MAPPINGS fills at most per call. */
+#define MORSEL_MAPPINGS_MAX	256
 
 /**
  * struct morsel_mapping - one current mapping, filled by MORSEL_IOC_MAPPINGS
  * @addr:  start address in its process.
  * @prot:  MORSEL_PROT_* rights of the mapping (the mounting entry's rights).
- * @pid:   a process (thread-group id, in the caller's pid namespace) that
- *         uses the address space of the mapping; 0 if none was found.
- * @flags: MORSEL_MAPPING_MOUNTED.
+ * @pid:   the process (thread-group id, in the caller's pid namespace)
+ *         that owns the address space of the mapping; 0 if it has exited.
+ * @flags: MORSEL_MAPPING_MOUNTED, MORSEL_MAPPING_HIDDEN.
+ *
+ * Only the caller's own mappings are described unless it has
+ * CAP_SYS_PTRACE; others are counted and flagged MORSEL_MAPPING_HIDDEN.
  */
 struct morsel_mapping {
 	__u64 addr;
@@ -107,15 +119,19 @@ struct morsel_mapping {
  * struct morsel_mappings - argument of MORSEL_IOC_MAPPINGS
  * @flags:    in: must be 0.
  * @count:    in: room in @entries; out: number of current mappings (may be
- *            larger than the room; only the room is filled).
+ *            larger than the room; only the room is filled, and at most
+ *            MORSEL_MAPPINGS_MAX entries per call).
  * @entries:  in: user pointer to an array of struct morsel_mapping.
+ * @first:    in: index of the first mapping to describe (to page through
+ *            long lists).
  * @reserved: in: must be 0.
  */
 struct morsel_mappings {
 	__u64 flags;
 	__u64 count;
 	__u64 entries;
-	__u64 reserved[5];
+	__u64 first;
+	__u64 reserved[4];
 };
 
 #define MORSEL_IOC_MAGIC	0xB9
