@@ -1951,7 +1951,7 @@ TEST(mappings_report_rights)
 	req.flags = 1;
 	CHECK_ERR(ioctl(fd, MORSEL_IOC_MAPPINGS, &req), EINVAL);
 	req.flags = 0;
-	req.reserved[4] = 1;
+	req.reserved[3] = 1;
 	CHECK_ERR(ioctl(fd, MORSEL_IOC_MAPPINGS, &req), EINVAL);
 	CHECK_ERR(ioctl(fd, MORSEL_IOC_MAPPINGS, (void *)16), EFAULT);
 	munmap(rw, 2 * MiB);

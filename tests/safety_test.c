@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * safety_test: the review's findings (docs/design.md, "Safety"), each
+ * as a test that fails without its fix.  Runs in the VM (vm/run) as root,
+ * with the test probe module (tests/probe) for what only the kernel sees:
+ * raw page-table entries, follow_pfnmap_start() and mmu notifier calls.
+ *
+ * kselftest harness: every TEST runs in its own child process.  Tests that
+ * mount their own morselfs instance (limits) or cgroup use directories
+ * under /tmp that no other test touches.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <mntent.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+#include "probe/probe.h"
+
+#define KiB 1024ULL
+#define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
+#define PG 4096ULL
+
+/* Bits of an x86-64 page-table entry. */
+#define E_PRESENT	(1ULL << 0)
+#define E_RW		(1ULL << 1)
+#define E_DIRTY		(1ULL << 6)
+#define E_NX		(1ULL << 63)
+
+static const uint64_t order_size[] = { 4 * KiB, 2 * MiB, 1 * GiB };
+
+/* A path in the suite's morselfs ($MORSEL_MNT), in one of 4 buffers. */
+static const char *mpath(const char *name)
+{
+	static char buf[4][256];
+	static int i;
+	const char *m = getenv("MORSEL_MNT");
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", m ? m : "/tmp/morsel", name);
+	return buf[i];
+}
+
+/* A new morsel of @size at @path (replacing one), mode 0644, O_RDWR. */
+static int fresh(const char *path, uint64_t size)
+{
+	unlink(path);
+	return morsel_create(path, size, 0644);
+}
+
+/* /dev/morsel_probe, loading tests/probe/morsel_probe.ko if needed. */
+static int probe_open(void)
+{
+	int fd = open("/dev/morsel_probe", O_RDWR);
+
+	if (fd < 0) {
+		if (system("insmod tests/probe/morsel_probe.ko 2>/dev/null"))
+			return -1;
+		fd = open("/dev/morsel_probe", O_RDWR);
+	}
+	return fd;
+}
+
+/* The entry that mounts an order-@order morsel mapped at @addr. */
+static uint64_t mount_entry(int probe, void *addr, unsigned int order)
+{
+	struct probe_entries e = { .addr = (uintptr_t)addr };
+
+	if (ioctl(probe, PROBE_IOC_ENTRIES, &e))
+		return ~0ULL;
+	return e.entry[4 - order];
+}
+
+/* Run @fn(@arg) in a child; the signal that ended it, or 0. */
+static int in_child(void (*fn)(volatile char *), volatile char *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		fn(arg);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* ---- M2: a mapping that may not read is refused ---- */
+
+TEST(map_without_read_refused)
+{
+	int fd = fresh(mpath("noread"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(6, pwrite(fd, "secret", 6, 0));
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * MiB, PROT_NONE, MAP_SHARED, fd, 0));
+	EXPECT_EQ(EACCES, errno);
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * MiB, PROT_EXEC, MAP_SHARED, fd, 0));
+	EXPECT_EQ(EACCES, errno);
+	/* x86 has no write-only pages: PROT_WRITE reads, as for any file. */
+	p = mmap(NULL, 2 * MiB, PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, memcmp(p, "secret", 6));
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+	/* Order 0 too: its mount entry is the leaf. */
+	close(fd);
+	fd = fresh(mpath("noread0"), 4 * KiB);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(6, pwrite(fd, "secret", 6, 0));
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_NONE, MAP_SHARED, fd, 0));
+	EXPECT_EQ(EACCES, errno);
+	close(fd);
+}
+
+/* ---- C3: read-only mount entries carry exactly the VMA's rights ---- */
+
+TEST(mount_entry_rights_never_shadow_stack)
+{
+	int probe = probe_open();
+	unsigned int order;
+
+	ASSERT_LE(0, probe) TH_LOG("tests/probe/morsel_probe.ko not loadable");
+	for (order = 0; order < 3; order++) {
+		static const int prots[] = { PROT_READ, PROT_READ | PROT_WRITE,
+					     PROT_READ | PROT_EXEC };
+		int fd = fresh(mpath("rights"), order_size[order]);
+		unsigned int i;
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(1, pwrite(fd, "x", 1, 0));
+		for (i = 0; i < 3; i++) {
+			char *p = mmap(NULL, order_size[order], prots[i],
+				       MAP_SHARED, fd, 0);
+			uint64_t e;
+
+			ASSERT_NE(MAP_FAILED, p);
+			e = mount_entry(probe, p, order);
+			TH_LOG("order %u prot %d: mount entry %#llx", order,
+			       prots[i], (unsigned long long)e);
+			ASSERT_TRUE(e & E_PRESENT);
+			EXPECT_EQ(!!(prots[i] & PROT_WRITE), !!(e & E_RW));
+			EXPECT_EQ(!(prots[i] & PROT_EXEC), !!(e & E_NX));
+			/*
+			 * A leaf (order 0) with RW=0 and Dirty=1 is a
+			 * shadow-stack page under CET; table entries' Dirty
+			 * is ignored (and pmd_bad() wants it set).
+			 */
+			if (!order)
+				EXPECT_FALSE(!(e & E_RW) && (e & E_DIRTY));
+			EXPECT_EQ(0, munmap(p, order_size[order]));
+		}
+		close(fd);
+	}
+	close(probe);
+}
+
+/* ---- C2: follow_pfnmap_start (KVM's PFNMAP fallback) stays out ---- */
+
+TEST(follow_pfnmap_refused)
+{
+	int probe = probe_open(), fd = fresh(mpath("pfnmap"), 2 * MiB);
+	int ro = open(mpath("pfnmap"), O_RDONLY);
+	struct probe_pfnmap pm;
+	char *p;
+
+	ASSERT_LE(0, probe);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "A", 1, 0));
+	p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, ro, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ('A', p[0]);
+	memset(&pm, 0, sizeof(pm));
+	pm.addr = (uintptr_t)p;
+	ASSERT_EQ(0, ioctl(probe, PROBE_IOC_FOLLOW_PFNMAP, &pm));
+	TH_LOG("follow_pfnmap_start: ret %lld writable %llu",
+	       (long long)pm.ret, (unsigned long long)pm.writable);
+	/* Before the fix: ret 0, writable 1 through a read-only mapping. */
+	EXPECT_NE(0, pm.ret);
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+	close(ro);
+	close(fd);
+	close(probe);
+}
+
+/* ---- C1: eviction tells secondary MMUs before it frees ---- */
+
+static void notifier_seen(int probe, struct probe_notifier *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (ioctl(probe, PROBE_IOC_NOTIFIER, n))
+		n->starts = ~0ULL;
+}
+
+TEST(evict_invalidates_secondary_mmus)
+{
+	int probe = probe_open(), fd = fresh(mpath("notify"), 2 * MiB);
+	struct probe_notifier before, after;
+	struct morsel_range r = { .offset = 64 * KiB, .length = 64 * KiB };
+	char *p;
+
+	ASSERT_LE(0, probe);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 'A', 256 * KiB);
+	notifier_seen(probe, &before);
+	ASSERT_NE(~0ULL, before.starts);
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_EVICT, &r));
+	notifier_seen(probe, &after);
+	TH_LOG("notifier: %llu starts before, %llu after, range %#llx-%#llx",
+	       (unsigned long long)before.starts,
+	       (unsigned long long)after.starts,
+	       (unsigned long long)after.lo, (unsigned long long)after.hi);
+	ASSERT_LT(before.starts, after.starts);
+	EXPECT_EQ(after.starts, after.ends);
+	EXPECT_LE(after.lo, (uintptr_t)p + r.offset);
+	EXPECT_GE(after.hi, (uintptr_t)p + r.offset + r.length);
+	EXPECT_EQ(0, p[r.offset]);
+	EXPECT_EQ('A', p[r.offset - 1]);
+	/* Hole punching and MADV_REMOVE take the same path. */
+	before = after;
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       0, 4096));
+	notifier_seen(probe, &after);
+	EXPECT_LT(before.starts, after.starts);
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+	close(fd);
+	close(probe);
+}
+
+/* ---- L3: MAP_POPULATE is a no-op (documented); POPULATE works ---- */
+
+TEST(map_populate_is_a_no_op)
+{
+	int fd = fresh(mpath("mappop"), 2 * MiB);
+	struct morsel_stat st;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_POPULATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(0, st.pages);
+	ASSERT_EQ(0, madvise(p, 2 * MiB, MADV_POPULATE_WRITE));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(512, st.pages);
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+	close(fd);
+}
+
+/* ---- M4: MAPPINGS shows other processes' mappings only to root ---- */
+
+TEST(mappings_hide_other_processes)
+{
+	const char *path = mpath("maps");
+	int fd = fresh(path, 2 * MiB), go[2], done[2];
+	struct morsel_mapping m[4];
+	char c, *p;
+	pid_t owner;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	owner = fork();
+	if (!owner) {	/* maps the morsel and holds it until told */
+		p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+		c = p == MAP_FAILED ? 'F' : 'M';
+		if (write(go[1], &c, 1) != 1 || read(done[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(go[0], &c, 1));
+	ASSERT_EQ('M', c);
+	/* Root (CAP_SYS_PTRACE) sees the owner's pid and address. */
+	ASSERT_EQ(1, morsel_mappings(fd, m, 4));
+	EXPECT_EQ(owner, m[0].pid);
+	EXPECT_NE(0, m[0].addr);
+	EXPECT_EQ(0, m[0].flags & MORSEL_MAPPING_HIDDEN);
+	/* Nobody sees its own mapping, and only a count of the other. */
+	if (!fork()) {
+		int rfd, n;
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		rfd = open(path, O_RDONLY);
+		p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, rfd, 0);
+		if (rfd < 0 || p == MAP_FAILED)
+			_exit(3);
+		n = morsel_mappings(rfd, m, 4);
+		if (n != 2)
+			_exit(4);
+		for (n = 0; n < 2; n++) {
+			bool own = m[n].addr == (uintptr_t)p;
+
+			if (own && (m[n].pid != (uint64_t)getpid() ||
+				    (m[n].flags & MORSEL_MAPPING_HIDDEN)))
+				_exit(5);
+			if (!own && (m[n].pid || m[n].addr || m[n].prot ||
+				     m[n].flags != MORSEL_MAPPING_HIDDEN))
+				_exit(6);
+		}
+		_exit(0);
+	}
+	{
+		int status;
+
+		wait(&status);
+		EXPECT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status));
+	}
+	ASSERT_EQ(1, write(done[1], "x", 1));
+	waitpid(owner, NULL, 0);
+	close(fd);
+}
+
+TEST(mappings_long_list_bounded)
+{
+	int fd = fresh(mpath("manymaps"), 4 * KiB), i, n = 600;
+	struct morsel_mapping *m = calloc(n + 10, sizeof(*m));
+	struct morsel_mappings req;
+	void **p = calloc(n, sizeof(*p));
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "x", 1, 0));
+	for (i = 0; i < n; i++) {
+		p[i] = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+		ASSERT_NE(MAP_FAILED, p[i]);
+	}
+	/* A huge count is clamped, not allocated: no warning, no ENOMEM. */
+	memset(&req, 0, sizeof(req));
+	req.count = 1ULL << 40;
+	req.entries = (uintptr_t)m;
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_MAPPINGS, &req));
+	EXPECT_EQ(n, req.count);
+	EXPECT_NE(0, m[MORSEL_MAPPINGS_MAX - 1].addr);
+	EXPECT_EQ(0, m[MORSEL_MAPPINGS_MAX].addr);
+	/* libmorsel pages through the whole list with @first. */
+	memset(m, 0, (n + 10) * sizeof(*m));
+	ASSERT_EQ(n, morsel_mappings(fd, m, n + 10));
+	for (i = 0; i < n; i++)
+		ASSERT_NE(0, m[i].addr);
+	EXPECT_EQ(0, m[n].addr);
+	for (i = 0; i < n; i++)
+		munmap(p[i], 4096);
+	close(fd);
+}
+
+/* ---- M3: size= and nr_inodes= limits, statfs, st_blocks ---- */
+
+#define LIM "/tmp/morsel-limits"
+
+static int mount_limits(const char *opts)
+{
+	mkdir(LIM, 0755);
+	umount2(LIM, MNT_DETACH);
+	return mount("none", LIM, "morselfs", 0, opts);
+}
+
+/* The option string /proc/mounts shows for @dir. */
+static void mount_opts(const char *dir, char *out, size_t len)
+{
+	FILE *f = setmntent("/proc/mounts", "r");
+	struct mntent *e;
+
+	out[0] = 0;
+	while (f && (e = getmntent(f)))
+		if (!strcmp(e->mnt_dir, dir))
+			snprintf(out, len, "%s", e->mnt_opts);
+	if (f)
+		endmntent(f);
+}
+
+static void fault_page(volatile char *p)
+{
+	*p = 1;
+}
+
+TEST(size_limit_enospc_sigbus_nothing_lost)
+{
+	struct morsel_range r = { .length = PG };
+	char buf[PG], opts[256], *p;
+	struct statfs sf;
+	struct stat sb;
+	int fd, i;
+
+	ASSERT_EQ(0, mount_limits("size=1m,nr_inodes=100"));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(MORSELFS_MAGIC, sf.f_type);
+	EXPECT_EQ(256, sf.f_blocks);
+	EXPECT_EQ(256, sf.f_bfree);
+	EXPECT_EQ(100, sf.f_files);
+	fd = morsel_create(LIM "/a", 2 * MiB, 0644);	/* one PTE table */
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(255, sf.f_bfree);
+	for (i = 0; i < 100; i++) {
+		memset(buf, 'a' + i % 26, PG);
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG));
+	}
+	ASSERT_EQ(0, fstat(fd, &sb));
+	EXPECT_EQ(100 * 8, sb.st_blocks);	/* du counts populated pages */
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(155, sf.f_bfree);
+	EXPECT_EQ(155, sf.f_bavail);
+	/* Full: fallocate fills what is left, then says ENOSPC. */
+	errno = 0;
+	EXPECT_EQ(-1, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 2 * MiB));
+	EXPECT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(0, sf.f_bfree);
+	errno = 0;
+	EXPECT_EQ(-1, pwrite(fd, buf, PG, 300 * PG));
+	EXPECT_EQ(ENOSPC, errno);
+	r.offset = 300 * PG;
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(fd, MORSEL_IOC_POPULATE, &r));
+	EXPECT_EQ(ENOSPC, errno);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(SIGBUS, in_child(fault_page, p + 300 * PG));
+	/* Nothing stored was lost. */
+	for (i = 0; i < 100; i++)
+		ASSERT_EQ('a' + i % 26, p[i * PG + PG - 1]);
+	/* Freeing gives the space back. */
+	r.offset = 200 * PG;
+	r.length = 55 * PG;
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_EVICT, &r));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(55, sf.f_bfree);
+	EXPECT_EQ(0, in_child(fault_page, p + 300 * PG));
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+	/* Remount: not below the use, and /proc/mounts shows the limits. */
+	EXPECT_EQ(-1, mount("none", LIM, NULL, MS_REMOUNT, "size=512k"));
+	ASSERT_EQ(0, mount("none", LIM, NULL, MS_REMOUNT, "size=2m"));
+	mount_opts(LIM, opts, sizeof(opts));
+	TH_LOG("/proc/mounts: %s", opts);
+	EXPECT_NE(NULL, strstr(opts, "size=2048k"));
+	EXPECT_NE(NULL, strstr(opts, "nr_inodes=100"));
+	ASSERT_EQ(PG, pwrite(fd, buf, PG, 400 * PG));
+	close(fd);
+	ASSERT_EQ(0, unlink(LIM "/a"));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(512, sf.f_bfree);
+	EXPECT_EQ(0, umount(LIM));
+}
+
+TEST(size_limit_order_change_and_tables)
+{
+	struct statfs sf;
+	int fd;
+
+	/* 3 pages: a 1 GiB morsel needs a PMD and a PTE table per 2 MiB. */
+	ASSERT_EQ(0, mount_limits("size=12k"));
+	fd = morsel_create(LIM "/b", 4 * KiB, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 1 * GiB));	/* PMD table: 1 */
+	ASSERT_EQ(1, pwrite(fd, "x", 1, 0));	/* PTE table + page: 3 */
+	errno = 0;
+	EXPECT_EQ(-1, pwrite(fd, "y", 1, 4 * MiB));
+	EXPECT_EQ(ENOSPC, errno);
+	errno = 0;
+	EXPECT_EQ(-1, ftruncate(fd, 2 * GiB));	/* a PUD table above */
+	EXPECT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(0, sf.f_bfree);
+	close(fd);
+	EXPECT_EQ(0, umount(LIM));
+}
+
+TEST(inode_limit_and_options)
+{
+	struct sysinfo si;
+	struct statfs sf;
+	int fd;
+
+	ASSERT_EQ(0, mount_limits("nr_inodes=3"));	/* the root is one */
+	fd = open(LIM "/1", O_CREAT | O_RDWR, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, mkdir(LIM "/d", 0755));
+	errno = 0;
+	EXPECT_EQ(-1, open(LIM "/2", O_CREAT | O_RDWR, 0600));
+	EXPECT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(3, sf.f_files);
+	EXPECT_EQ(0, sf.f_ffree);
+	ASSERT_EQ(0, unlink(LIM "/1"));
+	fd = open(LIM "/2", O_CREAT | O_RDWR, 0600);
+	EXPECT_LE(0, fd);
+	close(fd);
+	EXPECT_EQ(0, umount(LIM));
+	/* size=N% of RAM; the default is 50 %. */
+	ASSERT_EQ(0, sysinfo(&si));
+	ASSERT_EQ(0, mount_limits("size=10%"));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ((uint64_t)si.totalram * si.mem_unit / 10 / PG, sf.f_blocks);
+	EXPECT_EQ(0, umount(LIM));
+	ASSERT_EQ(0, mount_limits(""));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ((uint64_t)si.totalram * si.mem_unit / 2 / PG, sf.f_blocks);
+	EXPECT_EQ(0, umount(LIM));
+	ASSERT_EQ(0, mount_limits("size=3g,nr_inodes=2k"));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(3 * GiB / PG, sf.f_blocks);
+	EXPECT_EQ(2048, sf.f_files);
+	EXPECT_EQ(0, umount(LIM));
+	/* Bad options fail the mount. */
+	errno = 0;
+	EXPECT_EQ(-1, mount_limits("size=101%"));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, mount_limits("size=12q"));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, mount_limits("nr_inodes="));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(-1, mount_limits("colour=blue"));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+/* ---- M3: pages and tables are charged to the allocating task's memcg ---- */
+
+#define CG "/sys/fs/cgroup"
+
+static long cg_read(const char *file)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), CG "/morsel-test/%s", file);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int cg_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+TEST(memcg_charged_by_populating_task)
+{
+	struct morsel_range r = { .offset = 0, .length = 16 * MiB };
+	int fd = fresh(mpath("memcg"), 64 * MiB), status;
+	long before, after, freed;
+	char pid[32];
+
+	ASSERT_LE(0, fd);
+	if (access(CG "/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", CG, "cgroup2", 0, NULL));
+	ASSERT_EQ(0, cg_write(CG "/cgroup.subtree_control", "+memory"));
+	rmdir(CG "/morsel-test");
+	ASSERT_EQ(0, mkdir(CG "/morsel-test", 0755));
+	if (!fork()) {
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		if (cg_write(CG "/morsel-test/cgroup.procs", pid))
+			_exit(1);
+		before = cg_read("memory.current");
+		/* Bulk allocation is short under kmem accounting (M5). */
+		if (ioctl(fd, MORSEL_IOC_POPULATE, &r))
+			_exit(2);
+		after = cg_read("memory.current");
+		printf("# memory.current %ld -> %ld (+%ld KiB)\n", before,
+		       after, (after - before) / 1024);
+		_exit(after - before >= (long)(16 * MiB) &&
+		      after - before < (long)(18 * MiB) ? 0 : 3);
+	}
+	wait(&status);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/* The charge stays with the pages after the task left, ... */
+	before = cg_read("memory.current");
+	EXPECT_GE(before, (long)(16 * MiB));
+	/* ... and goes when they are freed. */
+	close(fd);
+	ASSERT_EQ(0, unlink(mpath("memcg")));
+	after = cg_read("memory.current");
+	freed = before - after;
+	TH_LOG("after unlink: memory.current %ld -> %ld", before, after);
+	EXPECT_GE(freed, (long)(16 * MiB));
+	rmdir(CG "/morsel-test");
+}
+
+TEST_HARNESS_MAIN
