@@ -5,7 +5,8 @@ CFLAGS  += -Wall -Wextra -std=gnu11 -Iinclude/uapi -Ilib
 LDLIBS  += -lpthread
 
 LIB     := lib/libmorsel.a
-BINS    := tools/morsel tests/morsel_test tests/safety_test bench/demo bench/bench
+BINS    := tools/morsel tests/morsel_test tests/safety_test tests/kvm_test bench/demo bench/bench
+BINS    += tests/fuzz_bin
 # New tests use the kernel's kselftest harness, from the built kernel tree.
 KSFT     = $(shell scripts/kernel-build)/tools/testing/selftests
 
@@ -52,8 +53,14 @@ tools/morsel: tools/morsel.c $(LIB)
 tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+tests/fuzz_bin: tests/fuzz.c $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 tests/safety_test: tests/safety_test.c tests/probe/probe.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/kvm_test: tests/kvm_test.c $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -o $@ $< $(LIB) $(LDLIBS)
 
 bench/demo: bench/demo.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
@@ -63,6 +70,10 @@ bench/bench: bench/bench.c bench/common.h $(LIB)
 
 test: build
 	@tests/run-all
+
+.PHONY: fuzz
+fuzz: build
+	@vm/run --mem 3G --timeout 7200 -- tests/fuzz --ops 1000000
 
 demo: build
 	@vm/run --mem 4G -- bench/demo

@@ -121,16 +121,6 @@ static long ioc_bind(struct morsel *m, struct morsel_bind __user *arg)
 }
 
 /*
- * May the caller see where and how @mm maps a morsel?  Its own process
- * always; others only with CAP_SYS_PTRACE, a stricter rule than the
- * ptrace read check /proc/PID/maps uses (which is not exported).
- */
-static bool may_see(struct mm_struct *mm)
-{
-	return mm == current->mm || capable(CAP_SYS_PTRACE);
-}
-
-/*
  * The thread group that owns @mm, as a pid in the caller's namespace, or 0
  * once every user of @mm has exited.  mm->owner (memcg) is kept up to
  * date by the kernel, so this costs no scan of the task list.
@@ -148,12 +138,18 @@ static pid_t mm_pid(struct mm_struct *mm)
 	return pid;
 }
 
-static void describe(struct morsel_map *map, struct morsel_mapping *out)
+/*
+ * Describe @map.  The caller sees its own process's mappings; others only
+ * if @all (CAP_SYS_PTRACE): a stricter rule than the ptrace read check
+ * that /proc/PID/maps uses (ptrace_may_access is not exported).
+ */
+static void describe(struct morsel_map *map, bool all,
+		     struct morsel_mapping *out)
 {
 	struct vm_area_struct *vma = map->vma;
 
 	memset(out, 0, sizeof(*out));
-	if (!may_see(vma->vm_mm)) {
+	if (!all && vma->vm_mm != current->mm) {
 		out->flags = MORSEL_MAPPING_HIDDEN;
 		return;
 	}
@@ -177,6 +173,7 @@ static long ioc_mappings(struct morsel *m, struct morsel_mappings __user *arg)
 	struct morsel_map *map;
 	u64 room, i = 0, n = 0;
 	long err = 0;
+	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
@@ -191,7 +188,7 @@ static long ioc_mappings(struct morsel *m, struct morsel_mappings __user *arg)
 	mutex_lock(&m->lock);
 	list_for_each_entry(map, &m->maps, node) {
 		if (i >= req.first && n < room)
-			describe(map, &out[n++]);
+			describe(map, all, &out[n++]);
 		if (!(++i % 256))
 			cond_resched();
 	}
