@@ -112,6 +112,23 @@ static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 
 /* ---- read and write ---- */
 
+/*
+ * Free what a failed write or fallocate populated past the file size, in
+ * [PAGE_ALIGN(size), @end): a mapping reaches a populated page without a
+ * fault, so only an absent page past the size raises SIGBUS, and a later
+ * growth would show what was written there.  Caller holds the inode lock.
+ */
+static void trim_past_size(struct inode *inode, u64 end)
+{
+	struct morsel *m = inode->i_private;
+	loff_t size = i_size_read(inode);
+	u64 start = PAGE_ALIGN(size);
+
+	end = min_t(u64, PAGE_ALIGN(end), morsel_extent(m->order));
+	if (start < end)
+		morsel_evict(m, size, start, end);
+}
+
 static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
@@ -196,7 +213,9 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	}
 	if (done && pos > i_size_read(inode))
 		i_size_write(inode, pos);
-	else if (m->order != order)
+	if (err)	/* the page the copy stopped in */
+		trim_past_size(inode, pos + PAGE_SIZE);
+	if (m->order != order)
 		morsel_fit_order(inode);
 	iocb->ki_pos = pos;
 out:
@@ -244,6 +263,9 @@ int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end)
 /*
  * Mode 0 and FALLOC_FL_KEEP_SIZE populate the range (mode 0 also grows the
  * file, raising the order if needed); FALLOC_FL_PUNCH_HOLE evicts it.
+ * KEEP_SIZE stops at the file size rounded up to a page (a page past it
+ * would be reachable through a mapping without SIGBUS), and a mode-0 call
+ * that fails frees what it populated past the size.
  */
 static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 			     loff_t len)
@@ -270,13 +292,17 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 			goto out;
 	}
 	end = min_t(u64, PAGE_ALIGN(end), morsel_extent(m->order));
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		end = min_t(u64, end, PAGE_ALIGN(size));
 	err = 0;
 	if (round_down(offset, PAGE_SIZE) < end)
 		err = morsel_populate_range(m, round_down(offset, PAGE_SIZE),
 					    end);
 	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size)
 		i_size_write(inode, offset + len);
-	else if (m->order != order)
+	if (err)
+		trim_past_size(inode, end);
+	if (m->order != order)
 		morsel_fit_order(inode);
 out:
 	if (!err)

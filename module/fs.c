@@ -28,6 +28,7 @@
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
+#include <linux/ctype.h>
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
@@ -356,31 +357,61 @@ struct morsel_opts {
 	bool has_blocks, has_inodes;
 };
 
+/*
+ * A decimal number with an optional k/m/g/t/p/e suffix (or, with @pct,
+ * N% of RAM in bytes).  Unlike memparse() it refuses what overflows 64
+ * bits, which would otherwise wrap to 0, "no limit".
+ */
+static int parse_number(const char *s, bool pct, u64 *out)
+{
+	static const char units[] = "kmgtpe";
+	size_t digits = strspn(s, "0123456789");
+	const char *unit;
+	char buf[24];
+	u64 n;
+
+	if (!digits || digits >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, digits);
+	buf[digits] = 0;
+	if (kstrtou64(buf, 10, &n))
+		return -EINVAL;
+	s += digits;
+	if (pct && !strcmp(s, "%")) {
+		if (n > 100)
+			return -EINVAL;
+		*out = div_u64(n * totalram_pages(), 100) << PAGE_SHIFT;
+		return 0;
+	}
+	if (*s) {
+		unit = strchr(units, tolower(*s));
+		if (!unit || s[1] || n > U64_MAX >> (10 * (unit - units + 1)))
+			return -EINVAL;
+		n <<= 10 * (unit - units + 1);
+	}
+	*out = n;
+	return 0;
+}
+
 static int morsel_parse_param(struct fs_context *fc,
 			      struct fs_parameter *param)
 {
 	struct morsel_opts *o = fc->fs_private;
 	struct fs_parse_result result;
-	unsigned long long n;
-	char *rest;
 	int opt = fs_parse(fc, morsel_params, param, &result);
+	u64 n;
 
 	if (opt < 0)
 		return opt;
-	n = memparse(param->string, &rest);
-	if (opt == OPT_SIZE && *rest == '%') {
-		if (n > 100)
-			return invalfc(fc, "size above 100%%");
-		n = div_u64(n * totalram_pages(), 100) << PAGE_SHIFT;
-		rest++;
-	}
-	if (*rest || rest == param->string)
+	if (parse_number(param->string, opt == OPT_SIZE, &n))
 		return invalfc(fc, "bad value for %s", param->key);
 	if (opt == OPT_SIZE) {
-		o->blocks = DIV_ROUND_UP_ULL(n, PAGE_SIZE);
+		o->blocks = n / PAGE_SIZE + !!(n % PAGE_SIZE);
 		o->has_blocks = true;
 	} else {
-		o->inodes = min_t(unsigned long long, n, LONG_MAX);
+		if (n > LONG_MAX)
+			return invalfc(fc, "nr_inodes too large");
+		o->inodes = n;
 		o->has_inodes = true;
 	}
 	return 0;

@@ -1,0 +1,1183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * errors_test: bad inputs to morselfs that no other test asserts, one
+ * behaviour per TEST; docs/errors.md lists every bad input with its errno
+ * or signal and names the test (here, in morsel_test.c or safety_test.c)
+ * that proves it.  Runs in the VM (vm/run) as root, with the suite's
+ * morselfs at $MORSEL_MNT.
+ *
+ * kselftest harness: every TEST runs in its own child process.  Tests that
+ * mount their own instance or make a memory cgroup use names no other test
+ * (nor safety_test) uses.  The memory-cgroup tests set vm.oom_dump_tasks
+ * to 0 while they run: the OOM report's task list has a "pgtables_bytes"
+ * column, which vm/run would take for a page-table accounting error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+
+#define KiB 1024ULL
+#define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
+#define PG 4096ULL
+
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* Far from the mmap base and from morsel_test's 0x600000000000. */
+#define BIND_ADDR 0x620000000000ULL
+
+/* A system call that must fail with @err (-1 or MAP_FAILED). */
+#define ASSERT_ERRNO(err, call) do {					\
+	long _r;							\
+	int _e;								\
+	errno = 0;							\
+	_r = (long)(call);						\
+	_e = errno;							\
+	ASSERT_EQ(-1, _r) TH_LOG("%s succeeded", #call);		\
+	ASSERT_EQ(err, _e) TH_LOG("%s: %s", #call, strerror(_e));	\
+} while (0)
+
+static void *volatile bad_ptr = (void *)16;	/* unmapped, opaque to gcc */
+
+/* A path in the suite's morselfs ($MORSEL_MNT), in one of 4 buffers. */
+static const char *mpath(const char *name)
+{
+	static char buf[4][256];
+	static int i;
+	const char *m = getenv("MORSEL_MNT");
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", m ? m : "/tmp/morsel", name);
+	return buf[i];
+}
+
+/* A new morsel of @size at @path (replacing one), mode 0644, O_RDWR. */
+static int fresh(const char *path, uint64_t size)
+{
+	unlink(path);
+	return morsel_create(path, size, 0644);
+}
+
+/* Run @fn(@arg) in a child; the signal that ended it, or 0 on exit(0). */
+static int in_child(void (*fn)(volatile char *), volatile char *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		fn(arg);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	if (WIFSIGNALED(status))
+		return WTERMSIG(status);
+	return WEXITSTATUS(status) ? -1 : 0;
+}
+
+static void read_byte(volatile char *p)
+{
+	(void)*p;
+}
+
+static void write_byte(volatile char *p)
+{
+	*p = 'X';
+}
+
+/* Become nobody (uid and gid 65534, no capabilities); 0 on success. */
+static int become_nobody(void)
+{
+	return setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534);
+}
+
+/* The exit code of child @pid, or 128 + its signal. */
+static int child_status(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A free, @align-aligned range of @len bytes (nothing mapped there now). */
+static char *free_range(uint64_t len, uint64_t align)
+{
+	char *p = mmap(NULL, len + align, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	munmap(p, len + align);
+	return (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+}
+
+/* ---- ioctl: commands and fds ---- */
+
+TEST(ioctl_wrong_size_is_unknown)
+{
+	int fd = fresh(mpath("ioc-size"), 2 * MiB);
+	struct morsel_range r = { .length = PG };
+
+	ASSERT_LE(0, fd);
+	/* STAT's number with another size or direction is another command. */
+	ASSERT_ERRNO(ENOTTY, ioctl(fd, _IOWR(MORSEL_IOC_MAGIC, 0x01,
+					     struct morsel_range), &r));
+	ASSERT_ERRNO(ENOTTY, ioctl(fd, _IOR(MORSEL_IOC_MAGIC, 0x01,
+					    struct morsel_stat), &r));
+	ASSERT_ERRNO(ENOTTY, ioctl(fd, _IO(MORSEL_IOC_MAGIC, 0x02), &r));
+	EXPECT_EQ(0, ioctl(fd, MORSEL_IOC_POPULATE, &r));
+	close(fd);
+}
+
+TEST(ioctl_unknown_on_readonly_fd_enotty)
+{
+	int fd = fresh(mpath("ioc-ro"), 2 * MiB), rfd;
+	struct morsel_stat st;
+
+	ASSERT_LE(0, fd);
+	rfd = open(mpath("ioc-ro"), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	/* The command is checked before the file's mode: ENOTTY, not EBADF. */
+	ASSERT_ERRNO(ENOTTY, ioctl(rfd, _IOW(MORSEL_IOC_MAGIC, 0x06,
+					     struct morsel_range), &st));
+	close(rfd);
+	close(fd);
+}
+
+TEST(ioctl_readonly_fd_checked_before_argument)
+{
+	int fd = fresh(mpath("ioc-ro2"), 2 * MiB), rfd;
+
+	ASSERT_LE(0, fd);
+	rfd = open(mpath("ioc-ro2"), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	ASSERT_ERRNO(EBADF, ioctl(rfd, MORSEL_IOC_POPULATE, bad_ptr));
+	ASSERT_ERRNO(EBADF, ioctl(rfd, MORSEL_IOC_EVICT, bad_ptr));
+	ASSERT_ERRNO(EBADF, ioctl(rfd, MORSEL_IOC_BIND, bad_ptr));
+	close(rfd);
+	close(fd);
+}
+
+TEST(readonly_fd_may_stat_and_list)
+{
+	int fd = fresh(mpath("ioc-ro3"), 2 * MiB), rfd, wfd;
+	struct morsel_mapping m[2];
+	struct morsel_stat st;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	rfd = open(mpath("ioc-ro3"), O_RDONLY);
+	wfd = open(mpath("ioc-ro3"), O_WRONLY);
+	ASSERT_LE(0, rfd);
+	ASSERT_LE(0, wfd);
+	p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, rfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, morsel_stat(rfd, &st));
+	EXPECT_EQ(1, st.mappings);
+	ASSERT_EQ(1, morsel_mappings(rfd, m, 2));
+	EXPECT_EQ((uintptr_t)p, m[0].addr);
+	/* A write-only open may stat and list too. */
+	ASSERT_EQ(0, morsel_stat(wfd, &st));
+	EXPECT_EQ(1, st.order);
+	EXPECT_EQ(1, morsel_mappings(wfd, m, 2));
+	munmap(p, 2 * MiB);
+	close(wfd);
+	close(rfd);
+	close(fd);
+}
+
+/* ---- ioctl: argument buffers ---- */
+
+TEST(stat_readonly_buffer_efault)
+{
+	int fd = fresh(mpath("stat-ro"), 2 * MiB);
+	void *ro = mmap(NULL, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(MAP_FAILED, ro);
+	/* Readable zeros pass the checks; the copy back fails. */
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_STAT, ro));
+	munmap(ro, PG);
+	close(fd);
+}
+
+TEST(stat_ignores_output_fields)
+{
+	int fd = fresh(mpath("stat-out"), 2 * MiB);
+	struct morsel_stat st;
+
+	ASSERT_LE(0, fd);
+	memset(&st, 0xff, sizeof(st));
+	st.flags = 0;
+	memset(st.reserved, 0, sizeof(st.reserved));
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_STAT, &st));
+	EXPECT_EQ(1, st.order);
+	EXPECT_EQ(2 * MiB, st.extent);
+	EXPECT_EQ(2 * MiB, st.size);
+	EXPECT_EQ(0, st.pages);
+	EXPECT_EQ(1, st.tables[0]);
+	EXPECT_EQ(0, st.mappings);
+	EXPECT_EQ(0, st.bound);
+	close(fd);
+}
+
+TEST(mappings_readonly_argument_efault)
+{
+	int fd = fresh(mpath("maps-ro"), 2 * MiB);
+	void *ro = mmap(NULL, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(MAP_FAILED, ro);
+	/* count is written back even when nothing is filled. */
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_MAPPINGS, ro));
+	munmap(ro, PG);
+	close(fd);
+}
+
+TEST(mappings_nothing_to_fill_ignores_entries)
+{
+	int fd = fresh(mpath("maps-first"), 2 * MiB);
+	struct morsel_mappings req;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	/* first past the end: nothing is written, the total comes back. */
+	memset(&req, 0, sizeof(req));
+	req.count = 4;
+	req.first = 1;
+	req.entries = (uintptr_t)bad_ptr;
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_MAPPINGS, &req));
+	EXPECT_EQ(1, req.count);
+	/* count 0: the same. */
+	memset(&req, 0, sizeof(req));
+	req.entries = (uintptr_t)bad_ptr;
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_MAPPINGS, &req));
+	EXPECT_EQ(1, req.count);
+	/* Something to fill and a bad pointer: EFAULT. */
+	req.count = 4;
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_MAPPINGS, &req));
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(mappings_hide_same_user_other_process)
+{
+	const char *path = mpath("maps-same");
+	int fd = fresh(path, 2 * MiB), go[2], done[2];
+	pid_t holder, looker;
+	char c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	holder = fork();
+	if (!holder) {	/* nobody, maps the morsel and holds it */
+		int rfd;
+		char *p;
+
+		if (become_nobody())
+			_exit(2);
+		rfd = open(path, O_RDONLY);
+		p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, rfd, 0);
+		c = p == MAP_FAILED ? 'F' : 'M';
+		if (write(go[1], &c, 1) != 1 || read(done[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(go[0], &c, 1));
+	ASSERT_EQ('M', c);
+	looker = fork();
+	if (!looker) {	/* nobody as well: sees its own mapping only */
+		struct morsel_mapping m[4];
+		int rfd, n, i, own = 0, hidden = 0;
+		char *p;
+
+		if (become_nobody())
+			_exit(2);
+		rfd = open(path, O_RDONLY);
+		p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, rfd, 0);
+		if (rfd < 0 || p == MAP_FAILED)
+			_exit(3);
+		n = morsel_mappings(rfd, m, 4);
+		if (n != 2)
+			_exit(4);
+		for (i = 0; i < n; i++) {
+			if (m[i].addr == (uintptr_t)p &&
+			    m[i].pid == (uint64_t)getpid())
+				own++;
+			else if (m[i].flags == MORSEL_MAPPING_HIDDEN &&
+				 !m[i].addr && !m[i].pid && !m[i].prot)
+				hidden++;
+		}
+		_exit(own == 1 && hidden == 1 ? 0 : 5);
+	}
+	EXPECT_EQ(0, child_status(looker));
+	ASSERT_EQ(1, write(done[1], "x", 1));
+	EXPECT_EQ(0, child_status(holder));
+	close(fd);
+}
+
+/* ---- POPULATE: out of memory, fatal signals ---- */
+
+#define CG "/sys/fs/cgroup"
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * A fresh memory cgroup CG/@name with memory.max @max; the OOM report's
+ * task list is switched off (see the top of the file).
+ */
+static int cg_make(const char *name, const char *max)
+{
+	char path[256];
+
+	if (access(CG "/cgroup.controllers", F_OK) &&
+	    mount("none", CG, "cgroup2", 0, NULL))
+		return -1;
+	if (write_file(CG "/cgroup.subtree_control", "+memory") ||
+	    write_file("/proc/sys/vm/oom_dump_tasks", "0"))
+		return -1;
+	snprintf(path, sizeof(path), CG "/%s", name);
+	rmdir(path);
+	if (mkdir(path, 0755))
+		return -1;
+	snprintf(path, sizeof(path), CG "/%s/memory.max", name);
+	return write_file(path, max);
+}
+
+/* Move the caller into CG/@name; with @unkillable, out of the OOM killer's
+ * reach (so a charge beyond memory.max fails instead). */
+static int cg_join(const char *name, int unkillable)
+{
+	char path[256], pid[32];
+
+	snprintf(path, sizeof(path), CG "/%s/cgroup.procs", name);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_file(path, pid))
+		return -1;
+	return unkillable ? write_file("/proc/self/oom_score_adj", "-1000") : 0;
+}
+
+static void cg_remove(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), CG "/%s", name);
+	rmdir(path);
+	write_file("/proc/sys/vm/oom_dump_tasks", "1");
+}
+
+TEST(populate_enomem_in_memcg)
+{
+	int fd = fresh(mpath("enomem-pop"), 64 * MiB);
+	struct morsel_stat st;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, cg_make("morsel-errors-pop", "8M"));
+	pid = fork();
+	if (!pid) {
+		struct morsel_range r = { .offset = 0, .length = 64 * MiB };
+
+		if (cg_join("morsel-errors-pop", 1))
+			_exit(2);
+		if (!ioctl(fd, MORSEL_IOC_POPULATE, &r))
+			_exit(3);
+		_exit(errno == ENOMEM ? 0 : 4);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	TH_LOG("populated %llu of 16384 pages under memory.max 8M",
+	       (unsigned long long)st.pages);
+	EXPECT_LT(0, st.pages);			/* what fitted stays */
+	EXPECT_GT(16384, st.pages);
+	close(fd);
+	unlink(mpath("enomem-pop"));
+	cg_remove("morsel-errors-pop");
+}
+
+TEST(write_enomem_in_memcg)
+{
+	int fd = fresh(mpath("enomem-write"), 64 * MiB);
+	static char buf[64 * KiB];
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	memset(buf, 'w', sizeof(buf));
+	ASSERT_EQ(0, cg_make("morsel-errors-write", "8M"));
+	pid = fork();
+	if (!pid) {
+		uint64_t off;
+		ssize_t n = 0;
+
+		if (cg_join("morsel-errors-write", 1))
+			_exit(2);
+		for (off = 0; off < 64 * MiB; off += n) {
+			n = pwrite(fd, buf, sizeof(buf), off);
+			if (n <= 0)
+				break;
+		}
+		_exit(n < 0 && errno == ENOMEM ? 0 : 3);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	close(fd);
+	unlink(mpath("enomem-write"));
+	cg_remove("morsel-errors-write");
+}
+
+TEST(fallocate_enomem_in_memcg)
+{
+	int fd = fresh(mpath("enomem-falloc"), 0);
+	struct stat sb;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, cg_make("morsel-errors-falloc", "8M"));
+	pid = fork();
+	if (!pid) {
+		if (cg_join("morsel-errors-falloc", 1))
+			_exit(2);
+		if (!fallocate(fd, 0, 0, 64 * MiB))
+			_exit(3);
+		_exit(errno == ENOMEM ? 0 : 4);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	ASSERT_EQ(0, fstat(fd, &sb));
+	EXPECT_EQ(0, sb.st_size);	/* mode 0 grows the file only on success */
+	close(fd);
+	unlink(mpath("enomem-falloc"));
+	cg_remove("morsel-errors-falloc");
+}
+
+TEST(truncate_enomem_in_memcg)
+{
+	int fill = fresh(mpath("enomem-fill"), 64 * MiB);
+	int fd = fresh(mpath("enomem-trunc"), 2 * MiB);
+	struct morsel_stat st;
+	pid_t pid;
+
+	ASSERT_LE(0, fill);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, cg_make("morsel-errors-trunc", "8M"));
+	pid = fork();
+	if (!pid) {
+		struct morsel_range r = { .offset = 0, .length = 64 * MiB };
+
+		if (cg_join("morsel-errors-trunc", 1))
+			_exit(2);
+		/* Fill the cgroup, then ask for the two tables of order 3. */
+		if (!ioctl(fill, MORSEL_IOC_POPULATE, &r) || errno != ENOMEM)
+			_exit(3);
+		if (!ftruncate(fd, 1 * GiB + 1))
+			_exit(4);
+		_exit(errno == ENOMEM ? 0 : 5);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(1, st.order);
+	EXPECT_EQ(2 * MiB, st.size);
+	EXPECT_EQ(1, st.tables[0] + st.tables[1] + st.tables[2]);
+	close(fd);
+	close(fill);
+	unlink(mpath("enomem-trunc"));
+	unlink(mpath("enomem-fill"));
+	cg_remove("morsel-errors-trunc");
+}
+
+TEST(fault_oom_in_memcg_kills)
+{
+	int fd = fresh(mpath("oom-fault"), 64 * MiB);
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, cg_make("morsel-errors-fault", "8M"));
+	pid = fork();
+	if (!pid) {
+		char *p = mmap(NULL, 64 * MiB, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fd, 0);
+		uint64_t off;
+
+		if (p == MAP_FAILED || cg_join("morsel-errors-fault", 0))
+			_exit(2);
+		for (off = 0; off < 64 * MiB; off += PG)
+			p[off] = 1;
+		_exit(3);
+	}
+	/* The fault's VM_FAULT_OOM: the memcg OOM killer ends the task. */
+	EXPECT_EQ(128 + SIGKILL, child_status(pid));
+	close(fd);
+	unlink(mpath("oom-fault"));
+	cg_remove("morsel-errors-fault");
+}
+
+TEST(populate_fatal_signal_stops)
+{
+	int fd = fresh(mpath("kill-pop"), 1 * GiB);
+	struct morsel_stat st;
+	struct timespec t0, t1;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	pid = fork();
+	if (!pid) {
+		struct morsel_range r = { .offset = 0, .length = 1 * GiB };
+
+		ioctl(fd, MORSEL_IOC_POPULATE, &r);
+		pause();
+		_exit(0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {	/* until the populate has started */
+		ASSERT_EQ(0, morsel_stat(fd, &st));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while (!st.pages && t1.tv_sec - t0.tv_sec < 20);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	EXPECT_EQ(128 + SIGKILL, child_status(pid));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	TH_LOG("killed after %llu of 262144 pages",
+	       (unsigned long long)st.pages);
+	/* EINTR ended the loop early; what was populated stays. */
+	EXPECT_LT(0, st.pages);
+	EXPECT_GT(262144, st.pages);
+	ASSERT_EQ(0, morsel_evict(fd, 0, 1 * GiB));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(0, st.pages);
+	close(fd);
+	unlink(mpath("kill-pop"));
+}
+
+/* ---- read, write, truncate: permissions and buffers ---- */
+
+TEST(write_readonly_fd_ebadf)
+{
+	int fd = fresh(mpath("w-ro"), 2 * MiB), rfd;
+
+	ASSERT_LE(0, fd);
+	rfd = open(mpath("w-ro"), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	ASSERT_ERRNO(EBADF, write(rfd, "x", 1));
+	ASSERT_ERRNO(EBADF, pwrite(rfd, "x", 1, 4096));
+	close(rfd);
+	close(fd);
+}
+
+TEST(read_bad_buffer_efault)
+{
+	int fd = fresh(mpath("r-bad"), 2 * MiB);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, pwrite(fd, "data", 4, 0));
+	ASSERT_ERRNO(EFAULT, pread(fd, bad_ptr, 4, 0));		/* a page */
+	ASSERT_ERRNO(EFAULT, pread(fd, bad_ptr, 4, 1 * MiB));	/* a hole */
+	close(fd);
+}
+
+TEST(ftruncate_readonly_fd_einval)
+{
+	int fd = fresh(mpath("t-ro"), 2 * MiB), rfd;
+	struct stat sb;
+
+	ASSERT_LE(0, fd);
+	rfd = open(mpath("t-ro"), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	ASSERT_ERRNO(EINVAL, ftruncate(rfd, 4096));
+	ASSERT_EQ(0, fstat(fd, &sb));
+	EXPECT_EQ(2 * MiB, sb.st_size);
+	close(rfd);
+	close(fd);
+}
+
+TEST(truncate_without_permission_eacces)
+{
+	int fd = fresh(mpath("t-perm"), 2 * MiB);
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	pid = fork();
+	if (!pid) {
+		if (become_nobody())
+			_exit(2);
+		if (!truncate(mpath("t-perm"), 4096) || errno != EACCES)
+			_exit(3);
+		_exit(0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	close(fd);
+}
+
+TEST(open_for_write_without_permission_eacces)
+{
+	int fd = fresh(mpath("o-perm"), 2 * MiB);
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	pid = fork();
+	if (!pid) {
+		int rfd;
+
+		if (become_nobody())
+			_exit(2);
+		if (open(mpath("o-perm"), O_WRONLY) >= 0 || errno != EACCES)
+			_exit(3);
+		if (open(mpath("o-perm"), O_RDWR) >= 0 || errno != EACCES)
+			_exit(4);
+		rfd = open(mpath("o-perm"), O_RDONLY);	/* 0644: may read */
+		_exit(rfd >= 0 ? 0 : 5);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	close(fd);
+}
+
+/* ---- fallocate, O_DIRECT, copy_file_range ---- */
+
+TEST(fallocate_other_modes_eopnotsupp)
+{
+	int fd = fresh(mpath("fa-modes"), 2 * MiB);
+
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, PG));
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_UNSHARE_RANGE, 0, PG));
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_PUNCH_HOLE |
+					   FALLOC_FL_ZERO_RANGE |
+					   FALLOC_FL_KEEP_SIZE, 0, PG));
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_ZERO_RANGE |
+					   FALLOC_FL_KEEP_SIZE, 0, PG));
+	close(fd);
+}
+
+TEST(fallocate_keep_size_clamped_to_extent)
+{
+	int fd = fresh(mpath("fa-clamp"), 2 * MiB);
+	struct morsel_stat st;
+
+	ASSERT_LE(0, fd);
+	/* KEEP_SIZE never raises the order: the extent ends the range. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 2 * MiB - 2 * PG,
+			       1 * GiB));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(1, st.order);
+	EXPECT_EQ(2, st.pages);
+	EXPECT_EQ(2 * MiB, st.size);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 4 * MiB, PG));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(2, st.pages);
+	close(fd);
+}
+
+/*
+ * Nothing is populated past the file size: a mapping would reach such a
+ * page without SIGBUS, and growing the file would show what it held.
+ */
+TEST(fallocate_keep_size_stops_at_size)
+{
+	int fd = fresh(mpath("fa-eof"), 8 * KiB);
+	struct morsel_stat st;
+	char *p, c = 1;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 8 * KiB + 1));	/* order 1, 3 pages */
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 * MiB));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(3, st.pages);
+	EXPECT_EQ(SIGBUS, in_child(write_byte, p + 1 * MiB));
+	EXPECT_EQ(SIGBUS, in_child(read_byte, p + 3 * PG));
+	ASSERT_EQ(0, munmap(p, 2 * MiB));
+	ASSERT_EQ(0, ftruncate(fd, 2 * MiB));
+	ASSERT_EQ(1, pread(fd, &c, 1, 1 * MiB));
+	EXPECT_EQ(0, c);
+	close(fd);
+}
+
+/* A write that fails leaves no page behind past the size. */
+TEST(failed_write_leaves_nothing)
+{
+	int fd = fresh(mpath("w-fail"), 2 * MiB);
+	struct morsel_stat st;
+	struct stat sb;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 4 * KiB + 1));
+	ASSERT_ERRNO(EFAULT, pwrite(fd, bad_ptr, 100, 64 * KiB));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(0, st.pages);
+	EXPECT_EQ(4 * KiB + 1, st.size);
+	ASSERT_EQ(0, fstat(fd, &sb));
+	EXPECT_EQ(0, sb.st_blocks);
+	close(fd);
+}
+
+TEST(fcntl_set_o_direct_einval)
+{
+	int fd = fresh(mpath("odirect"), 2 * MiB);
+
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EINVAL, fcntl(fd, F_SETFL, O_DIRECT));
+	EXPECT_EQ(0, fcntl(fd, F_GETFL) & O_DIRECT);
+	close(fd);
+}
+
+TEST(copy_file_range_from_other_fs_exdev)
+{
+	int fd = fresh(mpath("cfr"), 2 * MiB);
+	int tfd = open("/tmp/morsel-errors-cfr", O_RDWR | O_CREAT | O_TRUNC,
+		       0600);
+	loff_t in = 0, out = 0;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, tfd);
+	ASSERT_EQ(5, write(tfd, "hello", 5));
+	ASSERT_ERRNO(EXDEV, copy_file_range(tfd, &in, fd, &out, 5, 0));
+	close(tfd);
+	unlink("/tmp/morsel-errors-cfr");
+	close(fd);
+}
+
+/* ---- mmap ---- */
+
+TEST(map_writeonly_fd_eacces)
+{
+	int fd = fresh(mpath("m-wo"), 2 * MiB), wfd;
+
+	ASSERT_LE(0, fd);
+	wfd = open(mpath("m-wo"), O_WRONLY);
+	ASSERT_LE(0, wfd);
+	ASSERT_ERRNO(EACCES, mmap(NULL, 2 * MiB, PROT_WRITE, MAP_SHARED, wfd, 0));
+	ASSERT_ERRNO(EACCES, mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE,
+				  MAP_SHARED, wfd, 0));
+	close(wfd);
+	close(fd);
+}
+
+TEST(map_sync_eopnotsupp)
+{
+	int fd = fresh(mpath("m-sync"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EOPNOTSUPP, mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE,
+				      MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0));
+	/* MAP_SHARED_VALIDATE itself is fine. */
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE,
+		 fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(map_hugetlb_einval)
+{
+	int fd = fresh(mpath("m-huge"), 2 * MiB);
+
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EINVAL, mmap(NULL, 2 * MiB, PROT_READ,
+				  MAP_SHARED | MAP_HUGETLB, fd, 0));
+	close(fd);
+}
+
+TEST(map_extent_counts_against_rlimit_as)
+{
+	int big = fresh(mpath("m-as-big"), 1 * GiB);
+	int small = fresh(mpath("m-as-small"), 2 * MiB);
+	struct rlimit rl = { 512 * MiB, 512 * MiB };
+	char *p;
+
+	ASSERT_LE(0, big);
+	ASSERT_LE(0, small);
+	ASSERT_EQ(0, setrlimit(RLIMIT_AS, &rl));
+	/* One byte asked, the whole 1 GiB extent reserved: ENOMEM. */
+	ASSERT_ERRNO(ENOMEM, mmap(NULL, 1, PROT_READ, MAP_SHARED, big, 0));
+	p = mmap(NULL, 1, PROT_READ, MAP_SHARED, small, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, 1);
+	close(small);
+	close(big);
+}
+
+TEST(map_unaligned_hint_rounded_up)
+{
+	int fd = fresh(mpath("m-hint"), 2 * MiB);
+	char *free, *p;
+
+	ASSERT_LE(0, fd);
+	free = free_range(8 * MiB, 2 * MiB);
+	ASSERT_NE(NULL, free);
+	p = mmap(free + PG, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(free + 2 * MiB, p);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(map_bound_ignores_hint)
+{
+	int fd = fresh(mpath("m-bound-hint"), 2 * MiB);
+	char *free, *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_bind(fd, BIND_ADDR));
+	free = free_range(2 * MiB, 2 * MiB);
+	ASSERT_NE(NULL, free);
+	p = mmap(free, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(BIND_ADDR, (uintptr_t)p);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(map_empty_file_sigbus)
+{
+	int fd = fresh(mpath("m-empty"), 0);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(SIGBUS, in_child(read_byte, p));
+	EXPECT_EQ(SIGBUS, in_child(write_byte, p));
+	/* Growing within the extent while mapped: the page appears. */
+	ASSERT_EQ(0, ftruncate(fd, 100));
+	EXPECT_EQ(0, in_child(write_byte, p + 99));
+	EXPECT_EQ('X', p[99]);
+	munmap(p, 4096);
+	close(fd);
+}
+
+TEST(map_fixed_over_part_einval)
+{
+	int fd = fresh(mpath("m-over"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p[PG] = 'k';
+	/* A new mapping over part of it would split it. */
+	ASSERT_ERRNO(EINVAL, mmap(p + PG, PG, PROT_READ,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	EXPECT_EQ('k', p[PG]);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+/* ---- mremap ---- */
+
+TEST(mremap_grow_efault)
+{
+	int fd = fresh(mpath("mr-grow"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 'g';
+	ASSERT_ERRNO(EFAULT, mremap(p, 2 * MiB, 4 * MiB, 0));
+	ASSERT_ERRNO(EFAULT, mremap(p, 2 * MiB, 4 * MiB, MREMAP_MAYMOVE));
+	/* old_len 0 (duplicate the mapping) is a growth as well. */
+	ASSERT_ERRNO(EFAULT, mremap(p, 0, 2 * MiB, MREMAP_MAYMOVE));
+	EXPECT_EQ('g', p[0]);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(mremap_dontunmap_einval)
+{
+	int fd = fresh(mpath("mr-dontunmap"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_ERRNO(EINVAL, mremap(p, 2 * MiB, 2 * MiB,
+				    MREMAP_MAYMOVE | MREMAP_DONTUNMAP));
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(mremap_part_einval)
+{
+	int fd = fresh(mpath("mr-part"), 2 * MiB);
+	char *p, *target;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 'p';
+	target = free_range(2 * MiB, 2 * MiB);
+	ASSERT_NE(NULL, target);
+	/* Moving one page of it: the target would be shorter than the extent. */
+	ASSERT_ERRNO(EINVAL, mremap(p, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED,
+				    target));
+	/* Moving all of it but shrinking on the way: a split. */
+	ASSERT_ERRNO(EINVAL, mremap(p, 2 * MiB, PG,
+				    MREMAP_MAYMOVE | MREMAP_FIXED, target));
+	EXPECT_EQ('p', p[0]);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(mremap_bound_elsewhere_einval)
+{
+	int fd = fresh(mpath("mr-bound"), 2 * MiB);
+	char *p, *target;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_bind(fd, BIND_ADDR));
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_EQ(BIND_ADDR, (uintptr_t)p);
+	p[0] = 'b';
+	target = free_range(2 * MiB, 2 * MiB);
+	ASSERT_NE(NULL, target);
+	ASSERT_ERRNO(EINVAL, mremap(p, 2 * MiB, 2 * MiB,
+				    MREMAP_MAYMOVE | MREMAP_FIXED, target));
+	EXPECT_EQ('b', p[0]);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+/* ---- madvise ---- */
+
+TEST(madvise_remove_readonly_eacces)
+{
+	int fd = fresh(mpath("ma-remove"), 2 * MiB);
+	struct morsel_stat st;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, pwrite(fd, "keep", 4, 0));
+	p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_ERRNO(EACCES, madvise(p, PG, MADV_REMOVE));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(1, st.pages);
+	EXPECT_EQ('k', p[0]);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(madvise_populate_beyond_size_efault)
+{
+	int fd = fresh(mpath("ma-pop"), 8 * KiB + 1);	/* order 1, 3 pages */
+	struct morsel_stat st;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	/* The fault at the fourth page raises SIGBUS; madvise says EFAULT. */
+	ASSERT_ERRNO(EFAULT, madvise(p, 64 * KiB, MADV_POPULATE_WRITE));
+	ASSERT_ERRNO(EFAULT, madvise(p, 64 * KiB, MADV_POPULATE_READ));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(3, st.pages);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(madvise_wipeonfork_einval)
+{
+	int fd = fresh(mpath("ma-wipe"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_ERRNO(EINVAL, madvise(p, 2 * MiB, MADV_WIPEONFORK));
+	EXPECT_EQ(0, madvise(p, 2 * MiB, MADV_KEEPONFORK));
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(madvise_dontfork_irreversible)
+{
+	int fd = fresh(mpath("ma-dontfork"), 2 * MiB);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 'f';
+	ASSERT_EQ(0, madvise(p, 2 * MiB, MADV_DONTFORK));
+	EXPECT_EQ(SIGSEGV, in_child(read_byte, p));	/* not inherited */
+	/* VM_IO: MADV_DOFORK cannot undo it. */
+	ASSERT_ERRNO(EINVAL, madvise(p, 2 * MiB, MADV_DOFORK));
+	EXPECT_EQ('f', p[0]);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+TEST(madvise_mergeable_needs_ksm)
+{
+	int fd = fresh(mpath("ma-ksm"), 2 * MiB);
+	int ksm = !access("/sys/kernel/mm/ksm", F_OK);
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	TH_LOG("KSM %s", ksm ? "built in" : "not built in");
+	if (ksm) {	/* accepted, and KSM skips the VMA (VM_PFNMAP) */
+		EXPECT_EQ(0, madvise(p, 2 * MiB, MADV_MERGEABLE));
+	} else {
+		ASSERT_ERRNO(EINVAL, madvise(p, 2 * MiB, MADV_MERGEABLE));
+	}
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+/* ---- other file types ---- */
+
+TEST(mknod_devices_and_sockets_einval)
+{
+	ASSERT_ERRNO(EINVAL, mknod(mpath("chr"), S_IFCHR | 0644, makedev(1, 3)));
+	ASSERT_ERRNO(EINVAL, mknod(mpath("blk"), S_IFBLK | 0644, makedev(7, 0)));
+	ASSERT_ERRNO(EINVAL, mknod(mpath("sock"), S_IFSOCK | 0644, 0));
+	EXPECT_NE(0, access(mpath("chr"), F_OK));
+	EXPECT_NE(0, access(mpath("sock"), F_OK));
+}
+
+TEST(symlink_eperm)
+{
+	ASSERT_ERRNO(EPERM, symlink("target", mpath("link")));
+}
+
+TEST(o_tmpfile_eopnotsupp)
+{
+	const char *mnt = getenv("MORSEL_MNT");
+
+	ASSERT_ERRNO(EOPNOTSUPP, open(mnt ? mnt : "/tmp/morsel",
+				      O_TMPFILE | O_RDWR, 0600));
+}
+
+/* ---- mount options ---- */
+
+#define LIM "/tmp/morsel-errors-lim"
+
+static int mount_opts(const char *opts)
+{
+	mkdir(LIM, 0755);
+	umount2(LIM, MNT_DETACH);
+	return mount("none", LIM, "morselfs", 0, opts);
+}
+
+TEST(mount_nr_inodes_bad_value_einval)
+{
+	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=10%"));
+	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=1x"));
+	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=-1"));
+}
+
+TEST(mount_size_bad_value_einval)
+{
+	ASSERT_ERRNO(EINVAL, mount_opts("size"));	/* no value */
+	ASSERT_ERRNO(EINVAL, mount_opts("size=-1"));
+	ASSERT_ERRNO(EINVAL, mount_opts("size=12%x"));
+}
+
+/* Values that overflow 64 bits are refused, never wrapped to 0 ("none"). */
+TEST(mount_overflowing_value_einval)
+{
+	ASSERT_ERRNO(EINVAL, mount_opts("size=16777216t"));
+	ASSERT_ERRNO(EINVAL, mount_opts("size=18446744073709551616"));
+	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=16777216t"));
+	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=9223372036854775808"));
+}
+
+/* A mode-0 fallocate that runs out of room frees what it populated. */
+TEST(failed_fallocate_leaves_nothing_past_size)
+{
+	struct morsel_stat st;
+	struct statfs sf;
+	int fd;
+
+	ASSERT_EQ(0, mount_opts("size=64k"));	/* 16 pages */
+	fd = morsel_create(LIM "/f", 8 * KiB + 1, 0644);	/* 1 table */
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(3, pwrite(fd, "abc", 3, 0));
+	ASSERT_ERRNO(ENOSPC, fallocate(fd, 0, 0, 1 * MiB));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(8 * KiB + 1, st.size);
+	EXPECT_EQ(3, st.pages);	/* up to the size, as populated */
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(16 - 1 - 3, sf.f_bfree);
+	close(fd);
+	EXPECT_EQ(0, umount(LIM));
+}
+
+TEST(remount_size_below_use_einval)
+{
+	struct statfs sf;
+	char buf[PG] = "";
+	int fd, i;
+
+	ASSERT_EQ(0, mount_opts("size=1m"));
+	fd = morsel_create(LIM "/a", 2 * MiB, 0644);	/* one PTE table */
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 10; i++)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG));
+	ASSERT_ERRNO(EINVAL, mount("none", LIM, NULL, MS_REMOUNT, "size=40k"));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(256, sf.f_blocks);			/* unchanged */
+	EXPECT_EQ(0, mount("none", LIM, NULL, MS_REMOUNT, "size=44k"));
+	close(fd);
+	EXPECT_EQ(0, umount2(LIM, MNT_DETACH));
+}
+
+TEST(remount_nr_inodes_below_use_einval)
+{
+	struct statfs sf;
+	int fd, i;
+
+	ASSERT_EQ(0, mount_opts("nr_inodes=10"));
+	for (i = 0; i < 3; i++) {	/* 4 inodes with the root */
+		char name[64];
+
+		snprintf(name, sizeof(name), LIM "/%d", i);
+		fd = open(name, O_CREAT | O_RDWR, 0600);
+		ASSERT_LE(0, fd);
+		close(fd);
+	}
+	ASSERT_ERRNO(EINVAL, mount("none", LIM, NULL, MS_REMOUNT,
+				   "nr_inodes=3"));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(10, sf.f_files);
+	EXPECT_EQ(0, mount("none", LIM, NULL, MS_REMOUNT, "nr_inodes=4"));
+	EXPECT_EQ(0, umount2(LIM, MNT_DETACH));
+}
+
+TEST_HARNESS_MAIN
