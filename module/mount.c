@@ -235,7 +235,11 @@ static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
  * Called by ->mmap with mmap_lock held for writing; the VMA is not yet in
  * the mm's tree, but mmap_region() no longer fails after ->mmap succeeds,
  * and unmap_region() (which calls ->pgtable_unmount) undoes it if it did.
- * A failed mount is not an error: the first fault retries it.
+ * A failed mount is not an error: the first fault retries it.  An empty
+ * file is not mounted: for order 0 the mount entry is the page itself, and
+ * a page that a failed write left (file.c: trim_past_size can only zero it
+ * while the morsel is mapped) must not be reachable past the size without
+ * SIGBUS; the fault handler mounts once the file has grown.
  * Return: 0, -ENOMEM, -EINVAL (wrong length, alignment or address) or
  * -EOPNOTSUPP (a PGD-level mount under page-table isolation).
  */
@@ -246,7 +250,8 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 	if (err)
 		return err;
 	vma->vm_ops = &morsel_vm_ops;
-	mount(vma);
+	if (i_size_read(file_inode(vma->vm_file)))
+		mount(vma);
 	return 0;
 }
 

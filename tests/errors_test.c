@@ -725,6 +725,34 @@ TEST(fallocate_keep_size_stops_at_size)
 	close(fd);
 }
 
+/*
+ * Order 0 while mapped: the page a failed write left cannot be freed (the
+ * leaf is the mount entry), so it must stay unreachable until the file
+ * grows over it, and then read as zeros.
+ */
+TEST(failed_write_order0_mapped_stays_unreachable)
+{
+	int fd = fresh(mpath("w-fail0"), 0);
+	char *p, *q, c = 1;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_ERRNO(EFAULT, pwrite(fd, bad_ptr, 4, 1));
+	q = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(SIGBUS, in_child(write_byte, q + 100));
+	EXPECT_EQ(SIGBUS, in_child(read_byte, p + 100));
+	ASSERT_EQ(0, ftruncate(fd, 200));
+	EXPECT_EQ(0, in_child(read_byte, q + 100));
+	ASSERT_EQ(1, pread(fd, &c, 1, 100));
+	EXPECT_EQ(0, c);
+	EXPECT_EQ(0, q[100]);
+	munmap(p, 4096);
+	munmap(q, 4096);
+	close(fd);
+}
+
 /* A write that fails leaves no page behind past the size. */
 TEST(failed_write_leaves_nothing)
 {
