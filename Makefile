@@ -36,6 +36,9 @@ module-debug: setup
 	@ln -sf $(addprefix $(CURDIR)/,module/Kbuild $(wildcard module/*.h) \
 		$(filter-out %.mod.c,$(wildcard module/*.c))) .build/debug/module/
 	@$(MAKE) -s -C "$$(scripts/kernel-build --debug)" M=$(CURDIR)/.build/debug/module modules > /dev/null
+	@mkdir -p .build/debug/probe && ln -sf $(addprefix $(CURDIR)/,tests/probe/Kbuild \
+		tests/probe/probe.h tests/probe/morsel_probe.c) .build/debug/probe/
+	@$(MAKE) -s -C "$$(scripts/kernel-build --debug)" M=$(CURDIR)/.build/debug/probe modules > /dev/null
 
 user: $(LIB) $(BINS)
 
