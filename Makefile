@@ -59,10 +59,10 @@ tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 tests/fuzz_bin: tests/fuzz.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-tests/safety_test: tests/safety_test.c tests/probe/probe.h $(LIB)
+tests/safety_test: tests/safety_test.c tests/ksft_util.h tests/probe/probe.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-tests/errors_test: tests/errors_test.c $(LIB)
+tests/errors_test: tests/errors_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/kvm_test: tests/kvm_test.c $(LIB)

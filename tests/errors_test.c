@@ -33,6 +33,7 @@
 
 #include "kselftest_harness.h"
 #include "morsel.h"
+#include "ksft_util.h"
 
 #define KiB 1024ULL
 #define MiB (1024 * KiB)
@@ -61,41 +62,6 @@
 } while (0)
 
 static void *volatile bad_ptr = (void *)16;	/* unmapped, opaque to gcc */
-
-/* A path in the suite's morselfs ($MORSEL_MNT), in one of 4 buffers. */
-static const char *mpath(const char *name)
-{
-	static char buf[4][256];
-	static int i;
-	const char *m = getenv("MORSEL_MNT");
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", m ? m : "/tmp/morsel", name);
-	return buf[i];
-}
-
-/* A new morsel of @size at @path (replacing one), mode 0644, O_RDWR. */
-static int fresh(const char *path, uint64_t size)
-{
-	unlink(path);
-	return morsel_create(path, size, 0644);
-}
-
-/* Run @fn(@arg) in a child; the signal that ended it, or 0 on exit(0). */
-static int in_child(void (*fn)(volatile char *), volatile char *arg)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (!pid) {
-		fn(arg);
-		_exit(0);
-	}
-	waitpid(pid, &status, 0);
-	if (WIFSIGNALED(status))
-		return WTERMSIG(status);
-	return WEXITSTATUS(status) ? -1 : 0;
-}
 
 static void read_byte(volatile char *p)
 {

@@ -30,6 +30,7 @@
 
 #include "kselftest_harness.h"
 #include "morsel.h"
+#include "ksft_util.h"
 #include "probe/probe.h"
 
 #define KiB 1024ULL
@@ -45,25 +46,6 @@
 
 static const uint64_t order_size[] = { 4 * KiB, 2 * MiB, 1 * GiB };
 
-/* A path in the suite's morselfs ($MORSEL_MNT), in one of 4 buffers. */
-static const char *mpath(const char *name)
-{
-	static char buf[4][256];
-	static int i;
-	const char *m = getenv("MORSEL_MNT");
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", m ? m : "/tmp/morsel", name);
-	return buf[i];
-}
-
-/* A new morsel of @size at @path (replacing one), mode 0644, O_RDWR. */
-static int fresh(const char *path, uint64_t size)
-{
-	unlink(path);
-	return morsel_create(path, size, 0644);
-}
-
 /* /dev/morsel_probe (vm/init loads the probe built for the kernel). */
 static int probe_open(void)
 {
@@ -78,20 +60,6 @@ static uint64_t mount_entry(int probe, void *addr, unsigned int order)
 	if (ioctl(probe, PROBE_IOC_ENTRIES, &e))
 		return ~0ULL;
 	return e.entry[4 - order];
-}
-
-/* Run @fn(@arg) in a child; the signal that ended it, or 0. */
-static int in_child(void (*fn)(volatile char *), volatile char *arg)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (!pid) {
-		fn(arg);
-		_exit(0);
-	}
-	waitpid(pid, &status, 0);
-	return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 /* ---- M2: a mapping that may not read is refused ---- */
