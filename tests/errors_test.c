@@ -313,17 +313,6 @@ TEST(mappings_hide_same_user_other_process)
 
 #define CG "/sys/fs/cgroup"
 
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
 /*
  * A fresh memory cgroup CG/@name with memory.max @max; the OOM report's
  * task list is switched off (see the top of the file).

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the kselftest-harness suites (safety_test, errors_test):
- * paths in the suite's morselfs, fresh morsels, and running an access in a
- * child to see which signal it gets.  No locking: each TEST is a process.
+ * paths in the suite's morselfs, fresh morsels, running an access in a
+ * child to see which signal it gets, and writing a control file.  No locking: each TEST is a process.
  */
 #ifndef MORSEL_KSFT_UTIL_H
 #define MORSEL_KSFT_UTIL_H
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +50,18 @@ static inline int in_child(void (*fn)(volatile char *), volatile char *arg)
 	if (WIFSIGNALED(status))
 		return WTERMSIG(status);
 	return WEXITSTATUS(status) ? -1 : 0;
+}
+
+/* Write the string @s to the file @path (sysfs, cgroupfs); 0 or -1. */
+static inline int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
 }
 
 #endif /* MORSEL_KSFT_UTIL_H */

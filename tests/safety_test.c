@@ -521,17 +521,6 @@ static long cg_read(const char *file)
 	return v;
 }
 
-static int cg_write(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
 TEST(memcg_charged_by_populating_task)
 {
 	struct morsel_range r = { .offset = 0, .length = 16 * MiB };
@@ -542,12 +531,12 @@ TEST(memcg_charged_by_populating_task)
 	ASSERT_LE(0, fd);
 	if (access(CG "/cgroup.controllers", F_OK))
 		ASSERT_EQ(0, mount("none", CG, "cgroup2", 0, NULL));
-	ASSERT_EQ(0, cg_write(CG "/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, write_file(CG "/cgroup.subtree_control", "+memory"));
 	rmdir(CG "/morsel-test");
 	ASSERT_EQ(0, mkdir(CG "/morsel-test", 0755));
 	if (!fork()) {
 		snprintf(pid, sizeof(pid), "%d", getpid());
-		if (cg_write(CG "/morsel-test/cgroup.procs", pid))
+		if (write_file(CG "/morsel-test/cgroup.procs", pid))
 			_exit(1);
 		before = cg_read("memory.current");
 		/* Bulk allocation is short under kmem accounting (M5). */
