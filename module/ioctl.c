@@ -19,7 +19,6 @@
 #include <linux/fs.h>
 #include <linux/mman.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
