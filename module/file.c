@@ -37,10 +37,13 @@ static struct morsel *file_morsel(struct file *file)
 
 /* ---- mmap ---- */
 
-static unsigned long morsel_mmap_len(struct file *file, unsigned long len)
+static unsigned long morsel_mmap_len(struct file *file, unsigned long len,
+				     unsigned long flags)
 {
 	u64 extent = morsel_extent(READ_ONCE(file_morsel(file)->order));
 
+	if ((flags & MAP_TYPE) == MAP_PRIVATE)
+		return len;
 	return len <= extent ? extent : -EINVAL;
 }
 

@@ -117,12 +117,15 @@ int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end);
 /* ioctl.c */
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
-/* fs.c */
+/* size.c */
 bool morsel_charge(struct morsel *m, unsigned long nr);
 unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr);
 void morsel_uncharge(struct morsel *m, unsigned long nr);
 int morsel_grow_order(struct morsel *m, loff_t size);
+int morsel_resize(struct inode *inode, loff_t size);
 void morsel_fit_order(struct inode *inode);
+
+/* fs.c */
 int morselfs_register(void);
 void morselfs_unregister(void);
 
