@@ -3,9 +3,19 @@
  * File operations of a morsel: where mmap places it, read and write (and
  * with them splice, sendfile and copy_file_range), and fallocate.
  *
- * mmap maps the whole extent at an extent-aligned address; the length may
- * be anything from 1 byte to the extent (f_op->mmap_len rounds it up).  A
- * bound morsel (ioctl.c) is always mapped at its address.
+ * A shared mmap maps a whole extent at an extent-aligned address and is
+ * mounted (mount.c): f_op->mmap_len rounds the length up to the extent of
+ * the morsel's order, or of the smallest order that holds a longer length
+ * (the morsel's order rises to it: a program may map more than the file
+ * holds and grow the file later).  A bound morsel (ioctl.c) is always
+ * mapped at its address.
+ *
+ * A private mmap is an ordinary file mapping of any length and offset: it
+ * faults page by page (morsel_private_fault takes a reference on the
+ * morsel's page, populating it if needed) and the generic code copies a
+ * page on the first write, so the morsel never changes.  Eviction and
+ * truncation zap private mappings (morsel_zap_private) after the pages
+ * left the tree.
  *
  * read and write copy page by page between the user buffer and the
  * morsel's pages; holes read as zeros and writes populate.  A write past
@@ -13,9 +23,12 @@
  *
  * Locking: read takes the inode lock shared, write, fallocate and eviction
  * take it exclusive.  That keeps the tree from shrinking under a reader and
- * orders size changes (tree.c relies on it).  A user buffer that is itself
- * a morsel mapping may fault while the lock is held; the fault path takes
- * no lock of ours.  Eviction nests m->lock inside the inode lock.
+ * orders size changes (tree.c relies on it).  Eviction also takes the
+ * invalidate lock exclusive (a private fault holds it shared while it
+ * walks the tree and takes its page reference), then m->lock.  A user
+ * buffer that is itself a morsel mapping may fault while the inode lock is
+ * held: a shared fault takes no lock of ours, a private one the invalidate
+ * lock shared, which is never held exclusive around a user copy.
  */
 #include <linux/fs.h>
 #include <linux/falloc.h>
@@ -35,16 +48,92 @@ static struct morsel *file_morsel(struct file *file)
 	return file_inode(file)->i_private;
 }
 
+/* ---- private mappings ---- */
+
+/*
+ * The page at the faulting offset, populated if it is a hole (the file's
+ * content does not change: a hole reads as zeros either way), with a
+ * reference for the mapping.  The generic code maps it read-only and
+ * copies it on a write fault.  Past the size: SIGBUS, as on any file.
+ */
+static vm_fault_t morsel_private_fault(struct vm_fault *vmf)
+{
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+	struct morsel *m = inode->i_private;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+	vm_fault_t ret = 0;
+	struct page *page;
+
+	filemap_invalidate_lock_shared(inode->i_mapping);
+	if (off >= PAGE_ALIGN(i_size_read(inode))) {
+		ret = VM_FAULT_SIGBUS;
+		goto out;
+	}
+	page = morsel_populate(m, off);
+	if (IS_ERR(page)) {
+		ret = PTR_ERR(page) == -ENOSPC ? VM_FAULT_SIGBUS : VM_FAULT_OOM;
+		goto out;
+	}
+	get_page(page);
+	vmf->page = page;
+out:
+	filemap_invalidate_unlock_shared(inode->i_mapping);
+	return ret;
+}
+
+/* Count private VMAs, so that eviction knows whether to zap any. */
+static void morsel_private_open(struct vm_area_struct *vma)
+{
+	atomic_inc(&file_morsel(vma->vm_file)->nr_private);
+}
+
+static void morsel_private_close(struct vm_area_struct *vma)
+{
+	atomic_dec(&file_morsel(vma->vm_file)->nr_private);
+}
+
+static const struct vm_operations_struct morsel_private_vm_ops = {
+	.open = morsel_private_open,
+	.close = morsel_private_close,
+	.fault = morsel_private_fault,
+};
+
+/**
+ * morsel_zap_private - unmap the morsel's pages from private mappings
+ * @inode:     the morsel's inode
+ * @start:     first byte (page aligned)
+ * @end:       end byte (page aligned), or 0 for all pages from @start on
+ * @even_cows: the private copies too (truncation)
+ *
+ * After eviction or truncation took the pages out of the tree, so that
+ * private mappings fault the new content (or SIGBUS past the size).
+ * unmap_mapping_range() also visits the shared VMAs, whose mount entries
+ * it clears (->pgtable_unmount); they refault them, so this is skipped
+ * when there is no private mapping.  Caller holds the invalidate lock.
+ */
+void morsel_zap_private(struct inode *inode, loff_t start, loff_t end,
+			bool even_cows)
+{
+	struct morsel *m = inode->i_private;
+
+	if (atomic_read(&m->nr_private) && (!end || start < end))
+		unmap_mapping_range(inode->i_mapping, start,
+				    end ? end - start : 0, even_cows);
+}
+
 /* ---- mmap ---- */
 
 static unsigned long morsel_mmap_len(struct file *file, unsigned long len,
 				     unsigned long flags)
 {
-	u64 extent = morsel_extent(READ_ONCE(file_morsel(file)->order));
+	unsigned int order = READ_ONCE(file_morsel(file)->order);
+	int want = morsel_order_for_size(len);
 
 	if ((flags & MAP_TYPE) == MAP_PRIVATE)
 		return len;
-	return len <= extent ? extent : -EINVAL;
+	if (want < 0 || want > morsel_max_order())
+		return -EINVAL;
+	return morsel_extent(max_t(unsigned int, order, want));
 }
 
 static unsigned long morsel_get_unmapped_area(struct file *file,
@@ -54,13 +143,18 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
 					      unsigned long flags)
 {
 	struct morsel *m = file_morsel(file);
-	u64 extent = morsel_extent(READ_ONCE(m->order));
+	int order = morsel_order_for_size(len);
 	u64 bound = READ_ONCE(m->bound);
 	struct mm_struct *mm = current->mm;
 	unsigned long area, hint = 0;
+	u64 extent;
 
-	if (pgoff || len != extent)
+	if ((flags & MAP_TYPE) == MAP_PRIVATE)
+		return mm_get_unmapped_area(mm, file, addr, len, pgoff, flags);
+	/* mmap_len made it one extent (mremap keeps the VMA's length). */
+	if (pgoff || order < 0 || len != morsel_extent(order))
 		return -EINVAL;
+	extent = len;
 	if (bound) {
 		if (flags & MAP_FIXED)
 			return addr == bound ? addr : -EINVAL;
@@ -101,7 +195,13 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
  */
 static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	if (!(vma->vm_flags & VM_MAYSHARE) || vma->vm_pgoff)
+	if (!(vma->vm_flags & VM_MAYSHARE)) {
+		vma->vm_ops = &morsel_private_vm_ops;
+		atomic_inc(&file_morsel(file)->nr_private);
+		file_accessed(file);
+		return 0;
+	}
+	if (vma->vm_pgoff)
 		return -EINVAL;
 	if (!(vma->vm_flags & (VM_READ | VM_WRITE)) || vma_pkey(vma))
 		return -EACCES;
@@ -129,7 +229,7 @@ static void trim_past_size(struct inode *inode, u64 end)
 
 	end = min_t(u64, PAGE_ALIGN(end), morsel_extent(m->order));
 	if (start < end)
-		morsel_evict(m, size, start, end);
+		morsel_evict(inode, size, start, end);
 }
 
 static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
@@ -230,7 +330,7 @@ out:
 
 /**
  * morsel_evict - make [@start, @end) read as zeros, freeing whole pages
- * @m:     the morsel
+ * @inode: the morsel's inode
  * @size:  its file size
  * @start: first byte
  * @end:   end byte, at most @size
@@ -238,10 +338,12 @@ out:
  * Partial pages at the edges are zeroed; whole pages are freed (a partial
  * last page of the file counts as whole).  A mapped morsel keeps its tables
  * and every mapper's TLB is flushed (tree.c); an unmapped one also loses
- * the tables the range covers.  Caller holds the inode lock exclusively.
+ * the tables the range covers.  Private mappings lose the pages too
+ * (their own copies stay).  Caller holds the inode lock exclusively.
  */
-int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end)
+int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 {
+	struct morsel *m = inode->i_private;
 	u64 first = PAGE_ALIGN(start);
 	u64 last = end == size ? PAGE_ALIGN(end) : round_down(end, PAGE_SIZE);
 
@@ -254,12 +356,15 @@ int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end)
 		morsel_zero_range(m, last, end);
 	if (first == last)
 		return 0;
+	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
 	if (m->nr_maps)
 		morsel_evict_mapped(m, first, last);
 	else
 		morsel_free_range(m, first, last);
 	mutex_unlock(&m->lock);
+	morsel_zap_private(inode, first, last, false);
+	filemap_invalidate_unlock(inode->i_mapping);
 	return 0;
 }
 
@@ -285,7 +390,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	size = i_size_read(inode);
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
 		err = offset < size ?
-			morsel_evict(m, size, offset, min(end, size)) : 0;
+			morsel_evict(inode, size, offset, min(end, size)) : 0;
 		goto out;
 	}
 	order = m->order;

@@ -11,9 +11,9 @@
  *
  * Limits, as tmpfs has them: the mount options size= (bytes with k/m/g/t
  * suffixes, or N% of RAM; default 50 %) and nr_inodes= (default: half the
- * RAM's pages); 0 means unlimited (size.c charges against them).  statfs reports the limits and the use; st_blocks counts
- * the populated data pages.  Both can change with remount, not below what
- * is in use.
+ * RAM's pages); 0 means unlimited (size.c charges against them).  statfs
+ * reports the limits and the use; st_blocks counts the populated data
+ * pages.  Both can change with remount, not below what is in use.
  *
  * Locking: the VFS's (i_rwsem of the directories, s_umount for remount);
  * the inode counter is a cmpxchg loop against nr_inodes=.

@@ -4,13 +4,14 @@
  *
  * Every argument is a struct of __u64 fields; flags and reserved fields
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
- * Operations that change the morsel (populate, evict, bind) need a file
- * opened for writing (-EBADF otherwise).
+ * Operations that change the morsel (populate, evict, bind, set the
+ * minimum order) need a file opened for writing (-EBADF otherwise).
  *
  * Locking: arguments are copied in before any lock is taken (a user
  * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
  * inode lock shared (faults populate concurrently, lock-free); EVICT holds
- * it exclusive (file.c); STAT, BIND and MAPPINGS hold m->lock, which keeps
+ * it exclusive (file.c), and so does SET_MIN_ORDER (size.c); STAT, BIND
+ * and MAPPINGS hold m->lock, which keeps
  * the list of mappings and every VMA on it alive; MAPPINGS copies out only
  * after dropping it (a fault on the buffer takes mmap_lock, which nests
  * outside m->lock).
@@ -38,7 +39,8 @@ static long ioc_stat(struct morsel *m, struct inode *inode,
 
 	if (copy_from_user(&st, arg, sizeof(st)))
 		return -EFAULT;
-	if (st.flags || !all_zero(st.reserved, sizeof(st.reserved)))
+	if (st.flags || st.min_order ||
+	    !all_zero(st.reserved, sizeof(st.reserved)))
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	mutex_lock(&m->lock);
@@ -50,6 +52,7 @@ static long ioc_stat(struct morsel *m, struct inode *inode,
 		st.tables[i] = atomic_long_read(&m->nr_tables[i]);
 	st.mappings = m->nr_maps;
 	st.bound = m->bound;
+	st.min_order = m->min_order;
 	mutex_unlock(&m->lock);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
@@ -82,7 +85,7 @@ static long ioc_range(struct morsel *m, struct inode *inode,
 		inode_lock_shared(inode);
 	err = check_range(inode, &r);
 	if (!err && evict)
-		err = morsel_evict(m, i_size_read(inode), r.offset,
+		err = morsel_evict(inode, i_size_read(inode), r.offset,
 				   min_t(u64, r.offset + r.length,
 					 i_size_read(inode)));
 	else if (!err)
@@ -91,6 +94,23 @@ static long ioc_range(struct morsel *m, struct inode *inode,
 		inode_unlock(inode);
 	else
 		inode_unlock_shared(inode);
+	return err;
+}
+
+static long ioc_min_order(struct inode *inode,
+			  struct morsel_min_order __user *arg)
+{
+	struct morsel_min_order o;
+	long err;
+
+	if (copy_from_user(&o, arg, sizeof(o)))
+		return -EFAULT;
+	if (o.flags || !all_zero(o.reserved, sizeof(o.reserved)) ||
+	    o.order > MORSEL_MAX_ORDER)
+		return -EINVAL;
+	inode_lock(inode);
+	err = morsel_set_min_order(inode, o.order);
+	inode_unlock(inode);
 	return err;
 }
 
@@ -215,6 +235,7 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
 	case MORSEL_IOC_BIND:
+	case MORSEL_IOC_SET_MIN_ORDER:
 		break;
 	default:
 		return -ENOTTY;
@@ -225,6 +246,8 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
 		return ioc_range(m, inode, uarg, cmd == MORSEL_IOC_EVICT);
+	case MORSEL_IOC_SET_MIN_ORDER:
+		return ioc_min_order(inode, uarg);
 	default:
 		return ioc_bind(m, uarg);
 	}

@@ -44,14 +44,18 @@ struct morsel_sb {
 /**
  * struct morsel - one memory object
  * @lock:       serialises order changes, eviction, binding and the list of
- *              mappings (see fs.c and mount.c for the lock order).
- * @order:      0..MORSEL_MAX_ORDER; changes only under @lock with no
- *              mapping, so a fault may read it without locking.
+ *              mappings (see size.c and mount.c for the lock order).
+ * @seq:        lets lock-free walkers read @order and @root together: the
+ *              order rises (under @lock) even while the morsel is mapped
+ *              and faults populate it; it falls only with no mapping.
+ * @order:      0..MORSEL_MAX_ORDER.
+ * @min_order:  the order never goes below this (MORSEL_IOC_SET_MIN_ORDER).
  * @root:       entry for the root: a table entry pointing at the level-@order
  *              table (order >= 1) or a leaf PTE for the data page (order 0);
  *              0 while nothing is populated.  Filled with cmpxchg.
- * @maps:       struct morsel_map of every VMA mapping the morsel.
+ * @maps:       struct morsel_map of every shared VMA mapping the morsel.
  * @nr_maps:    length of @maps.
+ * @nr_private: private (MAP_PRIVATE) VMAs of the morsel (file.c).
  * @bound:      address every mapping must use, or 0.
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
@@ -59,10 +63,13 @@ struct morsel_sb {
  */
 struct morsel {
 	struct mutex lock;	/* see @lock above */
+	seqcount_mutex_t seq;
 	unsigned int order;
+	unsigned int min_order;
 	mentry_t root;
 	struct list_head maps;
 	unsigned int nr_maps;
+	atomic_t nr_private;
 	u64 bound;
 	atomic_long_t nr_pages;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
@@ -70,10 +77,12 @@ struct morsel {
 };
 
 /**
- * struct morsel_map - one VMA mapping a morsel (vma->vm_private_data)
+ * struct morsel_map - one shared VMA mapping a morsel (vma->vm_private_data)
  * @node:    in morsel->maps, under morsel->lock.
  * @vma:     the VMA; valid while on the list (->close removes it).
  * @morsel:  the morsel.
+ * @order:   the VMA covers the extent of this order (<= the morsel's) and
+ *           mounts the subtree of that order at offset 0.
  * @mounted: the VMA's mount entry was written and not yet cleared; for
  *           MORSEL_IOC_MAPPINGS only (a fault never trusts it).
  */
@@ -81,6 +90,7 @@ struct morsel_map {
 	struct list_head node;
 	struct vm_area_struct *vma;
 	struct morsel *morsel;
+	unsigned int order;
 	bool mounted;
 };
 
@@ -102,17 +112,21 @@ int morsel_set_order(struct morsel *m, unsigned int order);
 void morsel_free_range(struct morsel *m, u64 start, u64 end);
 void morsel_evict_mapped(struct morsel *m, u64 start, u64 end);
 void morsel_zero_range(struct morsel *m, u64 start, u64 end);
-mentry_t morsel_mount_entry(struct morsel *m, bool write, bool exec);
+mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
+			    bool exec);
 
 /* mount.c */
 extern const struct vm_operations_struct morsel_vm_ops;
 int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma);
+bool morsel_order0_mapped(struct morsel *m);
 void morsel_flush_mappers(struct morsel *m, u64 start, u64 end);
 bool morsel_top_level_mount(unsigned int order);
 
 /* file.c */
 extern const struct file_operations morsel_fops;
-int morsel_evict(struct morsel *m, loff_t size, u64 start, u64 end);
+int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
+void morsel_zap_private(struct inode *inode, loff_t start, loff_t end,
+			bool even_cows);
 
 /* ioctl.c */
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
@@ -121,9 +135,12 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 bool morsel_charge(struct morsel *m, unsigned long nr);
 unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr);
 void morsel_uncharge(struct morsel *m, unsigned long nr);
+unsigned int morsel_max_order(void);
+int morsel_order_ok(struct morsel *m, unsigned int order);
 int morsel_grow_order(struct morsel *m, loff_t size);
 int morsel_resize(struct inode *inode, loff_t size);
 void morsel_fit_order(struct inode *inode);
+int morsel_set_min_order(struct inode *inode, unsigned int order);
 
 /* fs.c */
 int morselfs_register(void);

@@ -2,10 +2,15 @@
 /*
  * Mounting morsels into processes, and knowing where they are mounted.
  *
- * A VMA of a morsel covers exactly one extent, naturally aligned (file.c
- * enforces it).  It is mounted by one entry in the process's own tables,
- * one level above the morsel's root: a PTE (order 0), PMD (order 1), PUD
- * (order 2), P4D (order 3) or PGD (order 4) entry.  With 4-level paging
+ * A shared VMA of a morsel covers exactly one extent, naturally aligned
+ * (file.c enforces it): the extent of the VMA's own order, which is the
+ * morsel's order when it is mapped (mmap raises the morsel's order to fit
+ * a longer mapping).  The morsel's order may rise later while the VMA
+ * exists; the VMA then keeps mounting the subtree of its order at offset
+ * 0, which stays in place (tree.c).  It is mounted by one entry in the
+ * process's own tables, one level above that subtree's root: a PTE
+ * (order 0), PMD (order 1), PUD (order 2), P4D (order 3) or PGD (order 4)
+ * entry.  With 4-level paging
  * the P4D level is folded into the PGD, so order 3 mounts in a PGD entry
  * and order 4 does not exist (fs.c caps the size).  The entry is the
  * morsel's root entry with the rights of this mapping: _PAGE_RW only for a
@@ -54,8 +59,12 @@
  * fault writes it with a cmpxchg from 0 and unmount clears it with a
  * cmpxchg from the morsel's own root, so neither trusts a flag and a fault
  * racing an unmount (the hook contract allows zap_page_range_single, which
- * holds no VMA write lock) at worst refaults.  m->order cannot change
+ * holds no VMA write lock) at worst refaults.  The VMA's order
+ * (map->order) never changes, and the morsel's order cannot fall below it
  * while the VMA exists (nr_maps > 0).
+ *
+ * Private (MAP_PRIVATE) VMAs are ordinary file mappings (file.c) and are
+ * not on the list.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -159,7 +168,8 @@ static mentry_t *mount_slot(struct mm_struct *mm, unsigned long addr,
 
 static mentry_t vma_mount_entry(struct vm_area_struct *vma)
 {
-	return morsel_mount_entry(vma_morsel(vma), vma->vm_flags & VM_WRITE,
+	return morsel_mount_entry(vma_morsel(vma), vma_map(vma)->order,
+				  vma->vm_flags & VM_WRITE,
 				  vma->vm_flags & VM_EXEC);
 }
 
@@ -174,8 +184,7 @@ static int mount(struct vm_area_struct *vma)
 
 	if (!want)		/* order 0 before its page exists */
 		return 0;
-	slot = mount_slot(vma->vm_mm, vma->vm_start, vma_morsel(vma)->order,
-			  true);
+	slot = mount_slot(vma->vm_mm, vma->vm_start, vma_map(vma)->order, true);
 	if (!slot)
 		return -ENOMEM;
 	if (try_cmpxchg64(slot, &cur, want)) {
@@ -193,29 +202,69 @@ static int mount(struct vm_area_struct *vma)
 }
 
 /*
- * Put @vma on @m's list of mappings.  With @check (a new mmap), first make
- * sure, under m->lock so that no truncate slips in, that the VMA covers
- * exactly the extent, aligned, at the bound address if there is one.
+ * Is any shared VMA of order 0 mapping @m?  Its mount entry is a copy of
+ * the leaf of offset 0 (tree.c keeps that page).  Caller holds m->lock.
+ */
+bool morsel_order0_mapped(struct morsel *m)
+{
+	struct morsel_map *map;
+
+	lockdep_assert_held(&m->lock);
+	list_for_each_entry(map, &m->maps, node)
+		if (!map->order)
+			return true;
+	return false;
+}
+
+/*
+ * Check a new VMA of @m, under m->lock so that no truncate slips in: it
+ * covers exactly the extent of some order, aligned, at the bound address
+ * if there is one; a longer VMA than the morsel's extent raises the order
+ * to its own first.  Return: the VMA's order or -errno.
+ */
+static int map_check(struct morsel *m, struct vm_area_struct *vma)
+{
+	u64 len = vma->vm_end - vma->vm_start;
+	int order = morsel_order_for_size(len), err;
+
+	lockdep_assert_held(&m->lock);
+	if (order < 0 || len != morsel_extent(order) ||
+	    !IS_ALIGNED(vma->vm_start, len) ||
+	    (m->bound && vma->vm_start != m->bound))
+		return -EINVAL;
+	if (morsel_top_level_mount(order))
+		return -EOPNOTSUPP;
+	if (order > m->order) {
+		err = morsel_order_ok(m, order) ?: morsel_set_order(m, order);
+		if (err)
+			return err;
+	}
+	return order;
+}
+
+/*
+ * Put @vma on @m's list of mappings: a new mmap with @check (map_check),
+ * or a copy of a VMA of order @order (fork, mremap).
  */
 static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
-		   bool check)
+		   bool check, unsigned int order)
 {
 	struct morsel_map *map = kzalloc(sizeof(*map), gfp);
-	u64 extent;
 	int err = 0;
 
 	if (!map)
 		return -ENOMEM;
 	map->vma = vma;
 	map->morsel = m;
+	map->order = order;
 	mutex_lock(&m->lock);
-	extent = morsel_extent(m->order);
-	if (check && (vma->vm_end - vma->vm_start != extent ||
-		      !IS_ALIGNED(vma->vm_start, extent) ||
-		      (m->bound && vma->vm_start != m->bound)))
-		err = -EINVAL;
-	else if (check && morsel_top_level_mount(m->order))
-		err = -EOPNOTSUPP;
+	if (check) {
+		err = map_check(m, vma);
+		if (err >= 0) {
+			map->order = err;
+			err = 0;
+		}
+	}
 	if (!err) {
 		list_add(&map->node, &m->maps);
 		m->nr_maps++;
@@ -240,12 +289,14 @@ static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
  * a page that a failed write left (file.c: trim_past_size can only zero it
  * while the morsel is mapped) must not be reachable past the size without
  * SIGBUS; the fault handler mounts once the file has grown.
- * Return: 0, -ENOMEM, -EINVAL (wrong length, alignment or address) or
- * -EOPNOTSUPP (a PGD-level mount under page-table isolation).
+ * Return: 0, -ENOMEM, -ENOSPC (raising the order needs tables past size=),
+ * -EINVAL (wrong length, alignment or address), -EBUSY (a bound address
+ * that the longer extent does not fit) or -EOPNOTSUPP (a PGD-level mount
+ * under page-table isolation).
  */
 int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 {
-	int err = map_add(m, vma, GFP_KERNEL, true);
+	int err = map_add(m, vma, GFP_KERNEL, true, 0);
 
 	if (err)
 		return err;
@@ -270,12 +321,15 @@ void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
 	lockdep_assert_held(&m->lock);
 	list_for_each_entry(map, &m->maps, node) {
 		struct vm_area_struct *vma = map->vma;
+		u64 stop = min(end, morsel_extent(map->order));
 
+		if (start >= stop)	/* past this VMA's extent */
+			continue;
 		flush_tlb_mm_range(vma->vm_mm, vma->vm_start + start,
-				   vma->vm_start + end, PAGE_SHIFT, false);
+				   vma->vm_start + stop, PAGE_SHIFT, false);
 		mmu_notifier_invalidate_cleared(vma->vm_mm,
 						vma->vm_start + start,
-						vma->vm_start + end);
+						vma->vm_start + stop);
 		cond_resched();
 	}
 }
@@ -309,23 +363,24 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 				   unsigned long start, unsigned long end)
 {
-	struct morsel *m = vma_morsel(vma);
+	struct morsel_map *map = vma_map(vma);
 	mentry_t *slot, cur;
 
-	slot = mount_slot(vma->vm_mm, vma->vm_start, m->order, false);
+	slot = mount_slot(vma->vm_mm, vma->vm_start, map->order, false);
 	if (!slot)
 		return;
 	cur = READ_ONCE(*slot);
 	do {
 		if (!cur)
 			return;
-		if ((cur ^ READ_ONCE(m->root)) & PTE_PFN_MASK) {
+		if ((cur ^ morsel_mount_entry(map->morsel, map->order, true,
+					      true)) & PTE_PFN_MASK) {
 			pr_err_ratelimited("morsel: foreign entry %llx at %lx kept\n",
 					   cur, vma->vm_start);
 			return;
 		}
 	} while (!try_cmpxchg64(slot, &cur, 0));
-	WRITE_ONCE(vma_map(vma)->mounted, false);
+	WRITE_ONCE(map->mounted, false);
 	flush_tlb_mm_range(vma->vm_mm, vma->vm_start, vma->vm_end,
 			   PAGE_SHIFT, true);
 }
@@ -349,7 +404,8 @@ static vm_fault_t morsel_vm_fault(struct vm_fault *vmf)
  */
 static void morsel_vm_open(struct vm_area_struct *vma)
 {
-	map_add(vma_morsel(vma), vma, GFP_KERNEL | __GFP_NOFAIL, false);
+	map_add(vma_morsel(vma), vma, GFP_KERNEL | __GFP_NOFAIL, false,
+		vma_map(vma)->order);
 }
 
 /* Runs after the VMA's tables are gone (->pgtable_unmount came first). */

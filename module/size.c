@@ -2,8 +2,12 @@
 /*
  * Sizes and orders of morsels, and the size= limit of a morselfs instance.
  *
- * The file size chooses the order: the smallest order whose extent is
- * >= i_size (a new, empty file is order 0 and owns no memory).
+ * The order is the smallest whose extent holds the file size, raised to
+ * the file's minimum order (MORSEL_IOC_SET_MIN_ORDER) and to the extent of
+ * any longer shared mapping (mount.c); a new, empty file is order 0 and
+ * owns no memory.  The order rises whenever one of these needs it, also
+ * while the morsel is mapped (tree.c keeps every table in place); it falls
+ * back only when the size shrinks and no shared mapping holds it up.
  *
  * Limits, as tmpfs has them: data pages and page tables both count
  * against size=; morsel_charge() takes the pages before tree.c allocates
@@ -11,12 +15,15 @@
  * stored is lost.
  *
  * Locking: i_rwsem (held by the VFS around setattr and by file.c around
- * writes) orders size changes; m->lock orders them against new mappings
- * (nr_maps is raised under it).  Charges are cmpxchg loops on the
+ * writes) orders size changes; the invalidate lock, taken exclusively
+ * inside it, keeps faults of private mappings out while pages or tables
+ * are freed; m->lock (inside both) orders order changes against new
+ * mappings (nr_maps is raised under it).  Charges are cmpxchg loops on the
  * instance's counters; the limits change under s_umount (remount, fs.c).
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 
 #include "morsel.h"
 
@@ -58,48 +65,85 @@ void morsel_uncharge(struct morsel *m, unsigned long nr)
 	atomic_long_sub(nr, &m->sbi->used);
 }
 
-/* ---- size ---- */
+/* ---- size and order ---- */
 
-/*
- * May @m, which is not mapped, take order @order?  Not while mapped, and a
- * bound morsel keeps its address only if it stays aligned and in range.
+/* The largest order: order 4 needs 5-level paging (fs.c: s_maxbytes). */
+unsigned int morsel_max_order(void)
+{
+	return pgtable_l5_enabled() ? 4 : 3;
+}
+
+/* The order a file of @size bytes should have: at least the minimum. */
+static int wanted_order(struct morsel *m, loff_t size)
+{
+	int order = morsel_order_for_size(size);
+
+	if (order < 0 || order > morsel_max_order())
+		return -EFBIG;
+	return max_t(int, order, m->min_order);
+}
+
+/**
+ * morsel_order_ok - may @m rise to order @order?
+ *
+ * A bound morsel keeps its address only if the larger extent stays
+ * aligned and inside the address space.  Caller holds m->lock.
+ * Return: 0, -EFBIG (past the largest order) or -EBUSY (bound).
  */
-static int order_change_ok(struct morsel *m, unsigned int order)
+int morsel_order_ok(struct morsel *m, unsigned int order)
 {
 	u64 extent = morsel_extent(order);
 
 	lockdep_assert_held(&m->lock);
-	if (m->nr_maps)
-		return -EBUSY;
+	if (order > morsel_max_order())
+		return -EFBIG;
 	if (m->bound && (!IS_ALIGNED(m->bound, extent) ||
 			 m->bound + extent > TASK_SIZE_MAX))
 		return -EBUSY;
 	return 0;
 }
 
+/* Raise @m to @order if it is below.  Caller holds m->lock. */
+static int raise_to(struct morsel *m, unsigned int order)
+{
+	if (order <= m->order)
+		return 0;
+	return morsel_order_ok(m, order) ?: morsel_set_order(m, order);
+}
+
 /**
  * morsel_grow_order - raise the order so that @size fits in the extent
  *
  * For writes and fallocate beyond the extent; the size itself is set by the
- * caller once data is there.  Caller holds the inode lock.
- * Return: 0, -EFBIG, -EBUSY (mapped, or bound to an address the new extent
- * does not fit) or -ENOMEM.
+ * caller once data is there.  The morsel may be mapped: its mappings keep
+ * their extent (mount.c).  Caller holds the inode lock.
+ * Return: 0, -EFBIG, -EBUSY (bound to an address the new extent does not
+ * fit), -ENOSPC or -ENOMEM (the new tables).
  */
 int morsel_grow_order(struct morsel *m, loff_t size)
 {
-	int order = morsel_order_for_size(size);
-	int err = 0;
+	int order = wanted_order(m, size);
+	int err;
 
 	if (order < 0)
 		return order;
 	mutex_lock(&m->lock);
-	if (order > m->order) {
-		err = order_change_ok(m, order);
-		if (!err)
-			err = morsel_set_order(m, order);
-	}
+	err = raise_to(m, order);
 	mutex_unlock(&m->lock);
 	return err;
+}
+
+/*
+ * Lower @m to the order its size and minimum want, if no shared mapping
+ * holds it up.  Caller holds the inode lock and the invalidate lock
+ * exclusively (private faults walk the tree under it shared) and m->lock.
+ */
+static void fit(struct morsel *m, loff_t size)
+{
+	int order = wanted_order(m, size);
+
+	if (order >= 0 && order < m->order && !m->nr_maps)
+		morsel_set_order(m, order);
 }
 
 /**
@@ -111,41 +155,77 @@ int morsel_grow_order(struct morsel *m, loff_t size)
 void morsel_fit_order(struct inode *inode)
 {
 	struct morsel *m = inode->i_private;
-	int order = morsel_order_for_size(i_size_read(inode));
 
+	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
-	if (order >= 0 && order < m->order && !m->nr_maps)
-		morsel_set_order(m, order);
+	fit(m, i_size_read(inode));
 	mutex_unlock(&m->lock);
+	filemap_invalidate_unlock(inode->i_mapping);
 }
 
-/*
- * Set the size.  Growing within the extent is always allowed; shrinking or
- * a change of order is refused while the morsel is mapped.  Shrinking frees
- * what was cut off and zeroes the rest of the last page.
+/**
+ * morsel_resize - set the size (truncate, ftruncate)
+ *
+ * Growing raises the order when the size needs it, also while mapped.
+ * Shrinking frees what was cut off and zeroes the rest of the last page;
+ * while shared mappings exist their tables stay (and so does the order),
+ * otherwise the order falls to the one the size needs.  Private mappings
+ * lose their pages past the size, copies included (SIGBUS there, as on
+ * any file).  Caller holds the inode lock.
+ * Return: 0, -EFBIG, -EBUSY (bound), -ENOSPC or -ENOMEM.
  */
 int morsel_resize(struct inode *inode, loff_t size)
 {
 	struct morsel *m = inode->i_private;
-	int order = morsel_order_for_size(size);
+	int order = wanted_order(m, size);
 	loff_t old = i_size_read(inode);
-	int err = 0;
+	int err;
 
 	if (order < 0)
 		return order;
+	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
-	if (size < old || order != m->order)
-		err = order_change_ok(m, order);
+	err = raise_to(m, order);
 	if (err)
 		goto out;
+	/* The new size first: a fault past it now gives SIGBUS. */
+	i_size_write(inode, size);
 	if (size < old) {
-		morsel_free_range(m, PAGE_ALIGN(size), morsel_extent(m->order));
 		morsel_zero_range(m, size, PAGE_ALIGN(size));
+		if (m->nr_maps)
+			morsel_evict_mapped(m, PAGE_ALIGN(size),
+					    morsel_extent(m->order));
+		else
+			morsel_free_range(m, PAGE_ALIGN(size),
+					  morsel_extent(m->order));
 	}
-	err = morsel_set_order(m, order);
-	if (!err)
-		i_size_write(inode, size);
+	fit(m, size);
 out:
+	mutex_unlock(&m->lock);
+	if (!err && size < old)
+		morsel_zap_private(inode, PAGE_ALIGN(size), 0, true);
+	filemap_invalidate_unlock(inode->i_mapping);
+	return err;
+}
+
+/**
+ * morsel_set_min_order - MORSEL_IOC_SET_MIN_ORDER
+ *
+ * Raises the order at once if it is below (mapped or not); a lower minimum
+ * lets the order fall at the next size change without mappings.  Caller
+ * holds the inode lock.  Return: 0, -EINVAL, -EBUSY, -ENOSPC or -ENOMEM.
+ */
+int morsel_set_min_order(struct inode *inode, unsigned int order)
+{
+	struct morsel *m = inode->i_private;
+	int err;
+
+	if (order > morsel_max_order())
+		return -EINVAL;
+	mutex_lock(&m->lock);
+	err = raise_to(m, order);
+	if (!err)
+		m->min_order = order;
 	mutex_unlock(&m->lock);
 	return err;
 }

@@ -20,12 +20,20 @@
  *   cmpxchg on the empty entry.  The cmpxchg is a full barrier (LOCK
  *   CMPXCHG), so the zeroed contents are visible before the entry to other
  *   CPUs and to the page walker.  The loser of a race frees its copy and
- *   continues with the winner's.  Populating callers hold either a mapping
- *   (faults) or the inode lock (read, write, fallocate, ioctls).
- * - Tables are freed (morsel_free_range, morsel_set_order, morsel_destroy)
- *   only with the inode lock held exclusively, m->lock held and no mapping
- *   (nr_maps == 0), after every former mapping was unmounted and its TLB
- *   flushed: then no CPU walks the tree and nobody populates it.  Software
+ *   continues with the winner's.  Populating callers hold either a shared
+ *   mapping (faults), the invalidate lock shared (faults of private
+ *   mappings, file.c) or the inode lock (read, write, fallocate, ioctls).
+ * - The order rises under m->lock while faults may walk the tree: the old
+ *   root becomes entry 0 of the new top table, so every table and page
+ *   keeps its place, and the new root is installed with a cmpxchg against
+ *   the old one (a fault may just have filled an empty root).  Walkers
+ *   read order and root together under m->seq, and a walker that loses a
+ *   race at the root entry itself starts again.
+ * - Tables are freed (morsel_free_range, lowering the order,
+ *   morsel_destroy) only with the inode lock and the invalidate lock held
+ *   exclusively, m->lock held and no shared mapping (nr_maps == 0), after
+ *   every former mapping was unmounted and its TLB flushed: then no CPU
+ *   walks the tree and nobody populates it.  Software
  *   walkers that run without locks (GUP-fast, perf's page-size walk, KVM's
  *   mapping-level lookup) hold off RCU by disabling interrupts, and on a
  *   paravirtual guest the TLB flush may skip a preempted vCPU that is in
@@ -178,22 +186,42 @@ static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
 	return *lost ? old : new;
 }
 
+/* Order and root entry of @m, read together (see the top of the file). */
+static unsigned int snapshot(struct morsel *m, mentry_t *root)
+{
+	unsigned int seq, order;
+
+	do {
+		seq = read_seqcount_begin(&m->seq);
+		order = READ_ONCE(m->order);
+		*root = READ_ONCE(m->root);
+	} while (read_seqcount_retry(&m->seq, seq));
+	return order;
+}
+
 /*
- * Walk to the leaf entry for byte offset @off.  With @alloc, missing tables
- * are created and published lock-free; without, a missing table ends the
- * walk and, if @hole is given, *@hole is set to the bytes the missing
- * object would cover (aligned, so the walk can skip them).
+ * Walk to the leaf entry for byte offset @off (below the extent of the
+ * order read at the start).  With @alloc, missing tables are created and
+ * published lock-free; without, a missing table ends the walk and, if
+ * @hole is given, *@hole is set to the bytes the missing object would
+ * cover (aligned, so the walk can skip them).  *@leaf receives the leaf
+ * entry as read (for order 0 the root itself: a caller that publishes
+ * there and loses must walk again, since the order may have risen).
  * Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM or -ENOSPC).
  */
-static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole)
+static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole,
+		      mentry_t *leaf)
 {
-	mentry_t *slot = &m->root;
+	mentry_t *slot, e;
 	int level;
 	bool lost;
 
-	for (level = m->order; level > 0; level--) {
-		mentry_t e = READ_ONCE(*slot);
-
+again:
+	level = snapshot(m, &e);
+	slot = &m->root;
+	for (; level > 0; level--) {
+		if (slot != &m->root)
+			e = READ_ONCE(*slot);
 		if (!e && !alloc) {
 			if (hole)
 				*hole = level_span(level);
@@ -205,17 +233,16 @@ static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole)
 			if (IS_ERR(t))
 				return t;
 			e = publish(slot, table_entry(t), &lost);
-			if (lost)
+			if (lost) {
 				table_free(m, t, level, false);
+				if (slot == &m->root)
+					goto again;
+			}
 		}
 		slot = (mentry_t *)entry_va(e) + level_index(off, level);
 	}
+	*leaf = slot == &m->root ? e : READ_ONCE(*slot);
 	return slot;
-}
-
-static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
-{
-	return walk(m, off, alloc, NULL);
 }
 
 /**
@@ -229,14 +256,14 @@ static mentry_t *leaf_slot(struct morsel *m, u64 off, bool alloc)
  */
 struct page *morsel_populate(struct morsel *m, u64 off)
 {
-	mentry_t *slot = leaf_slot(m, off, true);
-	mentry_t e;
+	mentry_t *slot, e;
 	struct page *page;
 	bool lost;
 
+again:
+	slot = walk(m, off, true, NULL, &e);
 	if (IS_ERR(slot))
 		return ERR_CAST(slot);
-	e = READ_ONCE(*slot);
 	if (e)
 		return entry_page(e);
 	if (!morsel_charge(m, 1))
@@ -247,10 +274,13 @@ struct page *morsel_populate(struct morsel *m, u64 off)
 		return ERR_PTR(-ENOMEM);
 	}
 	e = publish(slot, page_entry(page), &lost);
-	if (lost)
+	if (lost) {
 		page_unused(m, page);
-	else
+		if (slot == &m->root)	/* order 0: it may have risen */
+			goto again;
+	} else {
 		pages_added(m, 1);
+	}
 	return entry_page(e);
 }
 
@@ -272,11 +302,13 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 	struct page **pages;
 	int err = 0;
 
+	if (!READ_ONCE(m->order))	/* one page, whose slot is the root */
+		return PTR_ERR_OR_ZERO(morsel_populate(m, start));
 	pages = kmalloc_array(PTRS_PER_PTE, sizeof(*pages), GFP_KERNEL);
 	if (!pages)
 		return -ENOMEM;
 	while (off < end && !err) {
-		mentry_t *slot = leaf_slot(m, off, true);
+		mentry_t leaf, *slot = walk(m, off, true, NULL, &leaf);
 		u64 stop = min(end, round_down(off, table_span) + table_span);
 		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
 		unsigned int want = 0, granted, got, used = 0;
@@ -329,9 +361,9 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
  */
 struct page *morsel_lookup(struct morsel *m, u64 off)
 {
-	mentry_t *slot = leaf_slot(m, off, false);
-	mentry_t e = slot ? READ_ONCE(*slot) : 0;
+	mentry_t e = 0;
 
+	walk(m, off, false, NULL, &e);
 	return e ? entry_page(e) : NULL;
 }
 
@@ -408,8 +440,9 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  * TLBs and secondary MMUs of every process mapping the morsel are flushed
  * (morsel_flush_mappers), and only then are the pages released.  Tables
  * stay: a concurrent fault may be walking them.
- * An order-0 morsel's leaf is copied into each mounting entry, so its page
- * is zeroed instead.  Offsets are page aligned; caller holds m->lock.
+ * An order-0 mapping's mount entry is a copy of the leaf of offset 0, so
+ * while one exists (or the morsel itself is order 0) that page is zeroed
+ * instead.  Offsets are page aligned; caller holds m->lock.
  */
 void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
 {
@@ -418,15 +451,17 @@ void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
 	struct page *page, *next;
 
 	lockdep_assert_held(&m->lock);
-	if (!m->order) {
-		morsel_zero_range(m, start, end);
-		return;
+	if (!start && start < end && (!m->order || morsel_order0_mapped(m))) {
+		morsel_zero_range(m, 0, PAGE_SIZE);
+		start = PAGE_SIZE;
 	}
+	if (!m->order || start >= end)
+		return;
 	for (off = start; off < end;
 	     off = round_down(off, table_span) + table_span) {
 		u64 stop = min(end, round_down(off, table_span) + table_span);
 		u64 hole = table_span;
-		mentry_t *slot = walk(m, off, false, &hole);
+		mentry_t leaf, *slot = walk(m, off, false, &hole, &leaf);
 		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
 		spinlock_t *ptl;	/* the PTE table's lock, as GUP takes it */
 
@@ -457,33 +492,53 @@ void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
 	}
 }
 
-/**
- * morsel_set_order - change the order, keeping offsets below both extents
- *
- * Raising adds tables above the old root (which becomes entry 0 of the new
- * one; nothing is copied).  Lowering frees everything beyond the new extent
- * and then the tables above the new root.  Caller holds m->lock and the
- * morsel is not mapped.  Return: 0, -ENOMEM or -ENOSPC (order unchanged).
+/*
+ * Install @root as the root of order @order if the root is still @old.
+ * Return: true if installed.
  */
-int morsel_set_order(struct morsel *m, unsigned int order)
+static bool set_root(struct morsel *m, mentry_t old, mentry_t root,
+		     unsigned int order)
+{
+	bool done;
+
+	write_seqcount_begin(&m->seq);
+	done = try_cmpxchg64(&m->root, &old, root);
+	if (done)
+		WRITE_ONCE(m->order, order);
+	write_seqcount_end(&m->seq);
+	return done;
+}
+
+/*
+ * Raise the order to @order (see the top of the file): with an empty root
+ * the new root is one empty table; otherwise a chain of new tables whose
+ * entry 0 leads to the old root, so nothing is copied.
+ */
+static int raise_order(struct morsel *m, unsigned int order)
 {
 	void *tables[MORSEL_MAX_ORDER + 1] = { };
 	unsigned int level;
-	int err;
+	mentry_t old;
+	int err = 0;
 
-	lockdep_assert_held(&m->lock);
-	if (order > m->order && !m->root) {
-		/* Nothing to keep: the new root is one empty table. */
-		mentry_t *t = table_alloc(m, order);
-
-		if (IS_ERR(t))
-			return PTR_ERR(t);
-		WRITE_ONCE(m->root, table_entry(t));
-		m->order = order;
-		return 0;
-	}
-	if (order > m->order) {
+	for (;;) {
+		old = READ_ONCE(m->root);
+		if (!old) {
+			if (!tables[order]) {
+				tables[order] = table_alloc(m, order);
+				if (IS_ERR(tables[order])) {
+					err = PTR_ERR(tables[order]);
+					tables[order] = NULL;
+					break;
+				}
+			}
+			if (set_root(m, 0, table_entry(tables[order]), order))
+				return 0;
+			continue;	/* a fault filled the root meanwhile */
+		}
 		for (level = m->order + 1; level <= order; level++) {
+			if (tables[level])
+				continue;
 			tables[level] = table_alloc(m, level);
 			if (IS_ERR(tables[level])) {
 				err = PTR_ERR(tables[level]);
@@ -494,15 +549,43 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 		for (level = m->order + 1; level <= order; level++) {
 			mentry_t *t = tables[level];
 
-			t[0] = m->root;
-			WRITE_ONCE(m->root, table_entry(t));
+			WRITE_ONCE(t[0], level == m->order + 1 ? old :
+				   table_entry(tables[level - 1]));
 		}
-		m->order = order;
-		return 0;
+		if (set_root(m, old, table_entry(tables[order]), order))
+			return 0;
 	}
+undo:
+	for (level = m->order + 1; level <= order; level++) {
+		if (tables[level]) {
+			((mentry_t *)tables[level])[0] = 0;
+			table_free(m, tables[level], level, false);
+		}
+	}
+	return err;
+}
+
+/**
+ * morsel_set_order - change the order, keeping offsets below both extents
+ *
+ * Raising adds tables above the old root (which becomes entry 0 of the new
+ * one; nothing is copied); it may run while the morsel is mapped and
+ * faulted.  Lowering frees everything beyond the new extent and then the
+ * tables above the new root; the morsel must not be mapped.  Caller holds
+ * m->lock (and for lowering the locks named at the top of the file).
+ * Return: 0, -ENOMEM or -ENOSPC (order unchanged).
+ */
+int morsel_set_order(struct morsel *m, unsigned int order)
+{
+	unsigned int level;
+
+	lockdep_assert_held(&m->lock);
+	if (order > m->order)
+		return raise_order(m, order);
 	if (order < m->order) {
 		free_level(m, &m->root, m->order, morsel_extent(order),
 			   morsel_extent(m->order));
+		write_seqcount_begin(&m->seq);
 		for (level = m->order; level > order; level--) {
 			mentry_t e = m->root, *t;
 
@@ -513,33 +596,36 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 			t[0] = 0;
 			table_free(m, t, level, true);
 		}
-		m->order = order;
+		WRITE_ONCE(m->order, order);
+		write_seqcount_end(&m->seq);
 	}
 	return 0;
-undo:
-	for (level = m->order + 1; level <= order; level++)
-		if (tables[level])
-			table_free(m, tables[level], level, false);
-	return err;
 }
 
 /**
- * morsel_mount_entry - the entry that mounts @m with the given rights
+ * morsel_mount_entry - the entry that mounts @m's first @order extent
  *
+ * A mapping of order @order (at most the morsel's) mounts the subtree that
+ * covers offsets [0, extent of @order), with the given rights.
  * For order 0 the entry is the leaf PTE itself: a read-only one also loses
  * _PAGE_DIRTY, since RW=0 with Dirty=1 is a shadow-stack page under CET
  * (writable by WRSS, and pte_write() would call it writable).  In table
  * entries (orders >= 1) the hardware ignores Dirty.
  * Return: 0 if nothing is populated (order 0 before its page exists).
  */
-mentry_t morsel_mount_entry(struct morsel *m, bool write, bool exec)
+mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
+			    bool exec)
 {
-	mentry_t e = READ_ONCE(m->root);
+	mentry_t e;
+	unsigned int level = snapshot(m, &e);
 
-	if (!e)
+	/* The subtree of @order at offset 0: entry 0 of each table below. */
+	for (; e && level > order; level--)
+		e = READ_ONCE(*(mentry_t *)entry_va(e));
+	if (!e || level != order)
 		return 0;
 	if (!write)
-		e &= ~(mentry_t)(m->order ? _PAGE_RW : _PAGE_RW | _PAGE_DIRTY);
+		e &= ~(mentry_t)(order ? _PAGE_RW : _PAGE_RW | _PAGE_DIRTY);
 	if (!exec)
 		e |= _PAGE_NX & __supported_pte_mask;
 	return e;
@@ -553,6 +639,7 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi)
 		return NULL;
 	m->sbi = sbi;
 	mutex_init(&m->lock);
+	seqcount_mutex_init(&m->seq, &m->lock);
 	INIT_LIST_HEAD(&m->maps);
 	atomic_long_inc(&morsel_stat_morsels);
 	return m;

@@ -28,8 +28,10 @@
  * @pages:    out: populated 4 KiB data pages.
  * @tables:   out: page-table pages per level; [0] PTE tables, [1] PMD
  *            tables, [2] PUD tables, [3] P4D tables.
- * @mappings: out: number of VMAs that currently map the morsel.
+ * @mappings: out: number of VMAs that currently map the morsel with
+ *            MAP_SHARED (mounted mappings; MAP_PRIVATE ones are not counted).
  * @bound:    out: address the morsel is bound to (MORSEL_IOC_BIND), or 0.
+ * @min_order: out: the order set by MORSEL_IOC_SET_MIN_ORDER (0 if none).
  * @reserved: in: must be 0; out: 0.
  */
 struct morsel_stat {
@@ -41,7 +43,8 @@ struct morsel_stat {
 	__u64 tables[MORSEL_TABLE_LEVELS];
 	__u64 mappings;
 	__u64 bound;
-	__u64 reserved[7];
+	__u64 min_order;
+	__u64 reserved[6];
 };
 
 /**
@@ -134,11 +137,31 @@ struct morsel_mappings {
 	__u64 reserved[4];
 };
 
+/**
+ * struct morsel_min_order - argument of MORSEL_IOC_SET_MIN_ORDER
+ * @order:    in: the smallest order the morsel may have from now on,
+ *            0..MORSEL_MAX_ORDER (at most 3 with 4-level paging).
+ * @flags:    in: must be 0.
+ * @reserved: in: must be 0.
+ *
+ * Asks for room in advance: the morsel takes at least this order at once
+ * (even while mapped; existing mappings keep their extent) and never
+ * drops below it, so a mapping of the whole extent made now keeps seeing
+ * the file as it grows up to that extent.  Needs a file opened for
+ * writing.
+ */
+struct morsel_min_order {
+	__u64 order;
+	__u64 flags;
+	__u64 reserved[6];
+};
+
 #define MORSEL_IOC_MAGIC	0xB9
 #define MORSEL_IOC_STAT		_IOWR(MORSEL_IOC_MAGIC, 0x01, struct morsel_stat)
 #define MORSEL_IOC_POPULATE	_IOW(MORSEL_IOC_MAGIC, 0x02, struct morsel_range)
 #define MORSEL_IOC_EVICT	_IOW(MORSEL_IOC_MAGIC, 0x03, struct morsel_range)
 #define MORSEL_IOC_BIND		_IOW(MORSEL_IOC_MAGIC, 0x04, struct morsel_bind)
 #define MORSEL_IOC_MAPPINGS	_IOWR(MORSEL_IOC_MAGIC, 0x05, struct morsel_mappings)
+#define MORSEL_IOC_SET_MIN_ORDER _IOW(MORSEL_IOC_MAGIC, 0x06, struct morsel_min_order)
 
 #endif /* _UAPI_LINUX_MORSEL_H */
