@@ -5,12 +5,18 @@ CFLAGS  += -Wall -Wextra -std=gnu11 -Iinclude/uapi -Ilib
 LDLIBS  += -lpthread
 
 LIB     := lib/libmorsel.a
+# The shared library: SONAME libmorsel.so.$(SOMAJOR), only the public
+# morsel_* functions exported (lib/libmorsel.map, version MORSEL_1.0).
+VERSION := 1.0.0
+SOMAJOR := 1
+SOLIB   := lib/libmorsel.so.$(VERSION)
+SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/kvm_test bench/demo bench/bench
 BINS    += tests/fuzz_bin
 # New tests use the kernel's kselftest harness, from the built kernel tree.
 KSFT     = $(shell scripts/kernel-build)/tools/testing/selftests
 
-.PHONY: all build setup kernel module user test demo bench checkpatch clean
+.PHONY: all build setup kernel module user test demo bench checkpatch clean install uninstall
 
 all: build
 
@@ -40,7 +46,7 @@ module-debug: setup
 		tests/probe/probe.h tests/probe/morsel_probe.c) .build/debug/probe/
 	@$(MAKE) -s -C "$$(scripts/kernel-build --debug)" M=$(CURDIR)/.build/debug/probe modules > /dev/null
 
-user: $(LIB) $(BINS)
+user: $(LIB) $(SOLIB) $(SOLINKS) $(BINS)
 
 build: module user
 
@@ -49,6 +55,19 @@ lib/morsel.o: lib/morsel.c lib/morsel.h include/uapi/linux/morsel.h
 
 $(LIB): lib/morsel.o
 	$(AR) rcs $@ $^
+
+lib/morsel.pic.o: lib/morsel.c lib/morsel.h include/uapi/linux/morsel.h
+	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(SOLIB): lib/morsel.pic.o lib/libmorsel.map
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libmorsel.so.$(SOMAJOR) \
+		-Wl,--version-script=lib/libmorsel.map -Wl,--no-undefined -o $@ $<
+
+lib/libmorsel.so.$(SOMAJOR): $(SOLIB)
+	ln -sf $(notdir $<) $@
+
+lib/libmorsel.so: lib/libmorsel.so.$(SOMAJOR)
+	ln -sf $(notdir $<) $@
 
 tools/morsel: tools/morsel.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
@@ -91,8 +110,52 @@ checkpatch: kernel
 	@"$$(scripts/kernel-build)"/scripts/checkpatch.pl --strict --no-tree --terse \
 		-f $(filter-out %.mod.c,$(wildcard module/*.c)) module/*.h include/uapi/linux/morsel.h
 
+# make install [PREFIX=/usr/local] [DESTDIR=staging dir]: the libraries, the
+# headers (<morsel.h> and the <linux/morsel.h> it includes), morsel.pc, the
+# morsel tool and the man pages.  Each directory can be overridden on its own.
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+MANDIR       ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL      ?= install
+# man morsel_create etc.: one .so page per function of lib/morsel.h.
+lparen       := (
+MAN3_LINKS   := $(shell sed -n 's/^[a-z_0-9]*[ *]*\(morsel_[a-z_0-9]*\)[$(lparen)].*/\1/p' lib/morsel.h)
+
+install: $(LIB) $(SOLIB) tools/morsel
+	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" \
+		"$(DESTDIR)$(INCLUDEDIR)/linux" "$(DESTDIR)$(MANDIR)/man1" \
+		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5"
+	$(INSTALL) -m 755 tools/morsel "$(DESTDIR)$(BINDIR)/morsel"
+	$(INSTALL) -m 644 $(LIB) "$(DESTDIR)$(LIBDIR)/libmorsel.a"
+	$(INSTALL) -m 755 $(SOLIB) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)"
+	ln -sf libmorsel.so.$(VERSION) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)"
+	ln -sf libmorsel.so.$(SOMAJOR) "$(DESTDIR)$(LIBDIR)/libmorsel.so"
+	$(INSTALL) -m 644 lib/morsel.h "$(DESTDIR)$(INCLUDEDIR)/morsel.h"
+	$(INSTALL) -m 644 include/uapi/linux/morsel.h "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		lib/morsel.pc.in > "$(DESTDIR)$(PKGCONFIGDIR)/morsel.pc"
+	$(INSTALL) -m 644 man/morsel.1 "$(DESTDIR)$(MANDIR)/man1/morsel.1"
+	$(INSTALL) -m 644 man/libmorsel.3 "$(DESTDIR)$(MANDIR)/man3/libmorsel.3"
+	$(INSTALL) -m 644 man/morselfs.5 "$(DESTDIR)$(MANDIR)/man5/morselfs.5"
+	for f in $(MAN3_LINKS); do \
+		echo '.so man3/libmorsel.3' > "$(DESTDIR)$(MANDIR)/man3/$$f.3" || exit 1; \
+	done
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/morsel" "$(DESTDIR)$(LIBDIR)/libmorsel.a" \
+		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)" \
+		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)" "$(DESTDIR)$(LIBDIR)/libmorsel.so" \
+		"$(DESTDIR)$(INCLUDEDIR)/morsel.h" "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h" \
+		"$(DESTDIR)$(PKGCONFIGDIR)/morsel.pc" "$(DESTDIR)$(MANDIR)/man1/morsel.1" \
+		"$(DESTDIR)$(MANDIR)/man3/libmorsel.3" "$(DESTDIR)$(MANDIR)/man5/morselfs.5" \
+		$(foreach f,$(MAN3_LINKS),"$(DESTDIR)$(MANDIR)/man3/$(f).3")
+
 clean:
-	rm -f lib/*.o $(LIB) $(BINS)
+	rm -f lib/*.o $(LIB) $(SOLIB) $(SOLINKS) $(BINS)
 	rm -f module/*.o module/*.ko module/*.mod* module/modules.order \
 		module/Module.symvers module/.*.cmd
 	rm -f tests/probe/*.o tests/probe/*.ko tests/probe/*.mod* \
