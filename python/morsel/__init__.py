@@ -1,0 +1,554 @@
+# SPDX-License-Identifier: LGPL-2.1 OR MIT
+"""Python bindings for morsels (morselfs), over the shared libmorsel.
+
+A morsel is a file of a ``mount -t morselfs`` instance whose memory is a
+naturally aligned page-table subtree: mapping it writes one page-table entry
+into the process, however much it holds.  This package wraps libmorsel
+(``libmorsel.so.1``) with ctypes; it has no second implementation of the
+ioctls.
+
+>>> import morsel
+>>> with morsel.create("/mnt/m/data", 3 << 20) as m:     # order 2 (1 GiB)
+...     m.populate()                          # allocate every page now
+...     with m.map() as mp:                   # READ | WRITE, whole extent
+...         mv = mp.memoryview()              # no copy; len = file size
+...         mv[:5] = b"hello"
+...         del mv                            # (unmapping needs no views)
+
+Every libmorsel error raises :class:`OSError` with its errno, so the usual
+subclasses come for free (:class:`FileExistsError`, :class:`PermissionError`,
+...); ``filename`` is the morsel's path when it is known.  Values that cannot
+be passed to libmorsel at all (a negative size) raise :class:`ValueError`,
+and an operation on a closed :class:`Morsel` or :class:`Mapping` raises
+:class:`ValueError` as for a closed file.
+
+The library is loaded from, in order: ``$MORSEL_LIBRARY`` (a path; nothing
+else is tried if it is set), ``libmorsel.so.1`` next to this package, the one
+``ctypes.util.find_library('morsel')`` finds, and the source tree's ``lib/``
+when the package runs from the repository.  :data:`library_path` tells which.
+"""
+
+import ctypes
+import dataclasses
+import errno
+import operator
+import os
+import weakref
+from typing import Tuple
+
+from . import _lib
+
+__version__ = "1.0.0"
+
+__all__ = [
+    "Morsel", "Mapping", "Stat", "MappingInfo", "create", "open", "send_fd",
+    "recv_fd", "order_for_size", "order_extent", "READ", "WRITE", "EXEC",
+    "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
+    "library_path",
+]
+
+#: The libmorsel that was loaded (a path or a soname).
+library_path = _lib.path
+
+#: Rights of a mapping (:meth:`Morsel.map`, :attr:`MappingInfo.prot`); the
+#: values of ``mmap.PROT_*`` and of ``MORSEL_PROT_*``.
+READ = _lib.MORSEL_PROT_READ
+WRITE = _lib.MORSEL_PROT_WRITE
+EXEC = _lib.MORSEL_PROT_EXEC
+#: The largest order (256 TiB; 512 GiB usable with 4-level paging).
+MAX_ORDER = _lib.MORSEL_MAX_ORDER
+#: Offsets and lengths of :meth:`Morsel.populate` and :meth:`Morsel.evict`
+#: are multiples of this.
+PAGE_SIZE = 4096
+#: :attr:`MappingInfo.flags` bits.
+MAPPING_MOUNTED = _lib.MORSEL_MAPPING_MOUNTED
+MAPPING_HIDDEN = _lib.MORSEL_MAPPING_HIDDEN
+
+_U64_LIMIT = 1 << 64
+
+
+def _u64(name, value):
+    value = operator.index(value)
+    if not 0 <= value < _U64_LIMIT:
+        raise ValueError("%s must be in [0, 2**64): %d" % (name, value))
+    return value
+
+
+def _error(err, path=None):
+    if path is None:
+        return OSError(err, os.strerror(err))
+    return OSError(err, os.strerror(err), path)
+
+
+def _check(ret, path=None):
+    """Return a libmorsel result, raising OSError for -errno."""
+    if ret < 0:
+        raise _error(-ret, path)
+    return ret
+
+
+def _fileno(obj):
+    """A file descriptor from an int or anything with fileno()."""
+    if isinstance(obj, int):
+        return obj
+    return obj.fileno()
+
+
+@dataclasses.dataclass(frozen=True)
+class Stat:
+    """What :meth:`Morsel.stat` returns (``struct morsel_stat``).
+
+    ``order``: current order (0..MAX_ORDER); ``extent``: bytes the order
+    covers, ``4096 << (9 * order)``; ``size``: the file size; ``pages``:
+    populated 4 KiB data pages; ``tables``: page-table pages per level,
+    ``(PTE, PMD, PUD, P4D)``; ``mappings``: VMAs that map the morsel now;
+    ``bound``: the address set by :meth:`Morsel.bind`, or 0; ``flags``: the
+    structure's flags word (0).
+    """
+    order: int
+    extent: int
+    size: int
+    pages: int
+    tables: Tuple[int, int, int, int]
+    mappings: int
+    bound: int
+    flags: int
+
+
+@dataclasses.dataclass(frozen=True)
+class MappingInfo:
+    """One current mapping of a morsel (``struct morsel_mapping``).
+
+    ``addr``: start address in its process; ``prot``: the rights, a
+    combination of :data:`READ`, :data:`WRITE`, :data:`EXEC`; ``pid``: the
+    process owning the address space (0 if it has exited); ``flags``: the
+    raw bits, decoded as ``mounted`` (the mount entry is present now) and
+    ``hidden`` (another process's mapping and the caller lacks
+    CAP_SYS_PTRACE: every other field is 0).
+    """
+    addr: int
+    prot: int
+    pid: int
+    flags: int
+    mounted: bool
+    hidden: bool
+
+
+def order_for_size(size):
+    """The smallest order whose extent holds *size* bytes.
+
+    Raises OSError(EFBIG) when no order does (above 256 TiB).
+    """
+    return _check(_lib.order_for_size(_u64("size", size)))
+
+
+def order_extent(order):
+    """Bytes covered by *order*: ``4096 << (9 * order)``.
+
+    Raises OSError(EINVAL) for an order above :data:`MAX_ORDER`.
+    """
+    order = operator.index(order)
+    extent = _lib.order_extent(order) if 0 <= order <= MAX_ORDER else 0
+    if not extent:
+        raise _error(errno.EINVAL)
+    return extent
+
+
+def create(path, size, mode=0o600):
+    """Create a new morsel file of *size* bytes and return it open O_RDWR.
+
+    The name must not exist (:class:`FileExistsError`); *mode* is masked by
+    the umask as for open(2).  The size chooses the order.
+    """
+    fs = os.fsencode(path)
+    fd = _check(_lib.create(fs, _u64("size", size), operator.index(mode)),
+                os.fspath(path))
+    return Morsel(fd, os.fspath(path))
+
+
+def open(path, flags=os.O_RDWR):
+    """Open an existing morsel; *flags* as for :func:`os.open`.
+
+    ``os.O_RDONLY`` gives a morsel that can be stat-ed, listed and mapped
+    read-only; populate, evict and bind need ``os.O_RDWR`` (else
+    ``OSError(EBADF)``).  Raises OSError(ENOTTY) for a file that is not a
+    morsel.  Use :func:`create` to create one (``O_CREAT`` is refused here).
+    """
+    flags = operator.index(flags)
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    if flags & os.O_CREAT or (tmpfile and flags & tmpfile == tmpfile):
+        raise ValueError("morsel.open() does not create files: use "
+                         "morsel.create()")
+    fd = _check(_lib.open_(os.fsencode(path), flags), os.fspath(path))
+    try:
+        return Morsel(fd, os.fspath(path), validate=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class Morsel:
+    """An open morsel file: a file descriptor and the operations on it.
+
+    Made by :func:`create`, :func:`open`, :func:`recv_fd` or
+    :meth:`from_fd`.  Closing it (:meth:`close`, the end of a ``with``
+    block, or garbage collection) closes the descriptor; mappings made from
+    it stay valid.
+    """
+
+    def __init__(self, fd, path=None, closefd=True, validate=False):
+        self._fd = -1               # owns nothing until validated
+        self._closefd = closefd
+        #: The path it was created or opened with; None for a descriptor.
+        self.path = path
+        if validate:
+            _check(_lib.stat(fd, ctypes.byref(_lib.MorselStat())), path)
+        self._fd = fd
+
+    @classmethod
+    def from_fd(cls, fd, closefd=True):
+        """Wrap an open descriptor of a morsel file.
+
+        With *closefd* (the default) the Morsel owns *fd* and closes it;
+        else the caller keeps it.  Raises OSError(ENOTTY) if *fd* is no
+        morsel, OSError(EBADF) if it is no open descriptor; *fd* is not
+        closed then.
+        """
+        return cls(operator.index(fd), None, closefd, validate=True)
+
+    def fileno(self):
+        """The file descriptor."""
+        if self._fd < 0:
+            raise ValueError("operation on a closed morsel")
+        return self._fd
+
+    @property
+    def closed(self):
+        """True once :meth:`close` has run."""
+        return self._fd < 0
+
+    def close(self):
+        """Close the descriptor (if owned).  Calling it again does nothing."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0 and self._closefd:
+            os.close(fd)
+
+    def __enter__(self):
+        self.fileno()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        if self.closed:
+            return "<morsel.Morsel closed>"
+        return "<morsel.Morsel fd=%d path=%r>" % (self._fd, self.path)
+
+    def stat(self):
+        """Order, extent, size, pages, tables, mappings, bound address.
+
+        Returns a :class:`Stat`.  Works on a descriptor opened read-only.
+        """
+        st = _lib.MorselStat()
+        _check(_lib.stat(self.fileno(), ctypes.byref(st)), self.path)
+        return Stat(order=st.order, extent=st.extent, size=st.size,
+                    pages=st.pages, tables=tuple(st.tables),
+                    mappings=st.mappings, bound=st.bound, flags=st.flags)
+
+    def resize(self, size):
+        """Set the file size (and with it the order).
+
+        Keeps the data below the new size.  While mapped, only growth inside
+        the current extent is allowed (else ``OSError(EBUSY)``).
+        """
+        _check(_lib.resize(self.fileno(), _u64("size", size)), self.path)
+
+    def _range(self, fn, offset, length):
+        offset = _u64("offset", offset)
+        if length is None:
+            end = -(-self.stat().size // PAGE_SIZE) * PAGE_SIZE
+            if offset == end:
+                return                      # nothing left in the file
+            length = max(end - offset, 0)   # past the end: EINVAL below
+        _check(fn(self.fileno(), offset, _u64("length", length)), self.path)
+
+    def populate(self, offset=0, length=None):
+        """Allocate every missing page of ``[offset, offset + length)``.
+
+        *length* None means up to the file size rounded up to a page (on an
+        empty file: nothing to do).  Offset and length must be multiples of
+        :data:`PAGE_SIZE`, the length non-zero, the range inside the
+        page-rounded size (else ``OSError(EINVAL)``); the file must be open
+        for writing (``OSError(EBADF)``).  Beyond the mount's ``size=``:
+        ``OSError(ENOSPC)``, what fitted stays populated.
+        """
+        self._range(_lib.populate, offset, length)
+
+    def evict(self, offset=0, length=None):
+        """Free the pages of ``[offset, offset + length)``.
+
+        Every process that maps the morsel reads zeros there afterwards.
+        Arguments and errors as for :meth:`populate`.
+        """
+        self._range(_lib.evict, offset, length)
+
+    def bind(self, addr):
+        """Bind the morsel to *addr* for its lifetime.
+
+        Every later mapping, in any process, lands at *addr*.  *addr* must be
+        non-zero and aligned to the extent (``OSError(EINVAL)``); refused
+        while mapped or when bound elsewhere (``OSError(EBUSY)``); binding
+        again to the same address does nothing.
+        """
+        _check(_lib.bind(self.fileno(), _u64("addr", addr)), self.path)
+
+    def mappings(self):
+        """Every current mapping of the morsel, as :class:`MappingInfo`.
+
+        Pages through lists of any length.  Another process's mapping is
+        described only to a caller with CAP_SYS_PTRACE; else it is listed
+        with ``hidden`` set and every other field 0.
+        """
+        fd = self.fileno()
+        count = _check(_lib.mappings(fd, None, 0), self.path)
+        while True:
+            room = count + 16               # room for a few new ones
+            buf = (_lib.MorselMapping * room)()
+            count = _check(_lib.mappings(fd, buf, room), self.path)
+            if count <= room:
+                break
+        return [MappingInfo(addr=e.addr, prot=e.prot, pid=e.pid,
+                            flags=e.flags,
+                            mounted=bool(e.flags & MAPPING_MOUNTED),
+                            hidden=bool(e.flags & MAPPING_HIDDEN))
+                for e in buf[:count]]
+
+    def set_min_order(self, order):
+        """Set the smallest order the morsel keeps (libmorsel's
+        ``morsel_set_min_order``).
+
+        Raises NotImplementedError when the loaded libmorsel predates the
+        function; kernel errors as OSError.
+        """
+        fn = _lib.set_min_order
+        if fn is None:
+            raise NotImplementedError(
+                "morsel_set_min_order is not in %s (an older libmorsel)"
+                % library_path)
+        order = operator.index(order)
+        if not 0 <= order < 1 << 32:
+            raise ValueError("order must be in [0, 2**32): %d" % order)
+        _check(fn(self.fileno(), order), self.path)
+
+    def map(self, prot=READ | WRITE, addr=None, fixed=False):
+        """Map the whole extent, shared, and return the :class:`Mapping`.
+
+        The address is aligned to the extent: *addr* is a hint, used if
+        free (rounded up to the extent), or with *fixed* the exact address
+        (``OSError(EEXIST)`` if taken).  A bound morsel always maps at its
+        address.  *prot*: :data:`READ`, ``READ | WRITE``, optionally
+        ``| EXEC``; without READ ``OSError(EACCES)``, WRITE on a read-only
+        descriptor ``OSError(EACCES)``.
+        """
+        fd = self.fileno()
+        if fixed and addr is None:
+            raise ValueError("fixed=True needs an address")
+        hint = None if addr is None else _u64("addr", addr)
+        size = self.stat().size
+        out_addr, out_len = ctypes.c_void_p(), ctypes.c_size_t()
+        _check(_lib.map_(fd, hint, operator.index(prot),
+                         _lib.MORSEL_MAP_FIXED if fixed else 0,
+                         ctypes.byref(out_addr), ctypes.byref(out_len)),
+               self.path)
+        return Mapping(self, out_addr.value, out_len.value, prot, size)
+
+
+_buffer_types = {}
+
+
+def _buffer_type(length):
+    """A ctypes array type of *length* bytes whose instances take weak
+    references and attributes (a subclass does); one per extent."""
+    t = _buffer_types.get(length)
+    if t is None:
+        t = type("_MorselBuffer", (ctypes.c_ubyte * length,), {})
+        _buffer_types[length] = t
+    return t
+
+
+class Mapping:
+    """A mapping of a morsel into this process (made by :meth:`Morsel.map`);
+    it owns the mapping.
+
+    :attr:`address` and :attr:`length` (the extent) describe it.
+    :meth:`memoryview` and :meth:`numpy` view its memory without copying.
+    :meth:`close` (or the end of a ``with`` block) unmaps it; that is
+    refused with :class:`BufferError` while a memoryview or numpy array made
+    from it is alive (release or delete them first), so no view can outlive
+    the memory.  A mapping dropped without :meth:`close` is unmapped when
+    the last of it and its views is garbage; so is one whose ``with`` block
+    ends with an exception while views are alive.
+
+    Touching the mapping past the file size (rounded up to a page) raises
+    SIGBUS, as for any file: views stop at the file size unless a length is
+    given.
+    """
+
+    def __init__(self, morsel, address, length, prot, size):
+        #: Start address of the mapping (aligned to :attr:`length`).
+        self.address = address
+        #: Bytes mapped: the extent of the morsel's order.
+        self.length = length
+        #: The rights it was mapped with.
+        self.prot = prot
+        #: The :class:`Morsel` it was made from.
+        self.morsel = morsel
+        self._size = size
+        self._views = []
+        self._buftype = _buffer_type(length)
+        self._closed = False
+
+    @property
+    def closed(self):
+        """True once the mapping is gone."""
+        return self._closed
+
+    def _exports(self):
+        self._views = [r for r in self._views if r() is not None]
+        return len(self._views)
+
+    def _view_size(self):
+        m = self.morsel
+        size = self._size
+        if not m.closed:
+            try:
+                size = os.fstat(m.fileno()).st_size
+            except OSError:
+                pass
+        return min(size, self.length)
+
+    def memoryview(self, offset=0, length=None):
+        """A memoryview of bytes (format ``'B'``) over the mapped memory.
+
+        No copy: writes through it are the morsel's data, seen by every
+        mapping and process.  It starts at *offset*; *length* None means up
+        to the file size (now, or when mapped if the Morsel has been closed
+        since).  Read-only unless mapped with :data:`WRITE`.  ValueError if
+        the range passes :attr:`length`.
+        """
+        if self._closed:
+            raise ValueError("operation on an unmapped morsel mapping")
+        offset = _u64("offset", offset)
+        if length is None:
+            length = max(self._view_size() - offset, 0)
+        length = _u64("length", length)
+        if offset + length > self.length:
+            raise ValueError("offset %d + length %d pass the mapping (%d "
+                             "bytes)" % (offset, length, self.length))
+        buf = self._buftype.from_address(self.address)
+        buf.mapping = self          # every view keeps the mapping alive
+        self._views.append(weakref.ref(buf))
+        mv = memoryview(buf).cast("B")[offset:offset + length]
+        if not self.prot & WRITE:
+            mv = mv.toreadonly()
+        return mv
+
+    def numpy(self, dtype, shape=None, offset=0):
+        """A numpy array viewing the mapping from *offset*, without a copy.
+
+        *shape* None gives a 1-D array of as many items as fit below the
+        file size; an int or tuple gives that shape (ValueError if it passes
+        the mapping).  Read-only unless mapped with :data:`WRITE`.  Needs
+        numpy (``pip install morsel[numpy]``); it is imported on first use.
+        """
+        try:
+            import numpy
+        except ImportError as e:
+            raise ImportError("Mapping.numpy() needs numpy") from e
+        dtype = numpy.dtype(dtype)
+        offset = _u64("offset", offset)
+        if shape is None:
+            count = max(self._view_size() - offset, 0) // dtype.itemsize
+            shape = (count,)
+        else:
+            if isinstance(shape, int):
+                shape = (shape,)
+            shape = tuple(operator.index(n) for n in shape)
+            count = 1
+            for n in shape:
+                if n < 0:
+                    raise ValueError("negative dimension in %r" % (shape,))
+                count *= n
+        mv = self.memoryview(offset, count * dtype.itemsize)
+        return numpy.frombuffer(mv, dtype=dtype, count=count).reshape(shape)
+
+    def close(self):
+        """Unmap.  Calling it again does nothing.
+
+        Raises BufferError while a view made by :meth:`memoryview` or
+        :meth:`numpy` is alive (also a slice or array derived from it).
+        """
+        if self._closed:
+            return
+        n = self._exports()
+        if n:
+            raise BufferError("cannot unmap the morsel mapping at %#x: %d "
+                              "view(s) of it are alive" % (self.address, n))
+        _check(_lib.unmap(self.address, self.length), self.morsel.path)
+        self._closed = True
+
+    def __enter__(self):
+        if self._closed:
+            raise ValueError("operation on an unmapped morsel mapping")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except BufferError:
+            # Leaving on an exception, whose traceback may hold the views:
+            # the mapping goes with its last view (see __del__).
+            if exc_type is None:
+                raise
+
+    def __del__(self):
+        # Views keep the mapping alive, so normally none is left here; in a
+        # garbage cycle with one, leave the memory mapped rather than risk it.
+        try:
+            if not self._closed and not self._exports():
+                self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "unmapped" if self._closed else "mapped"
+        return "<morsel.Mapping %s address=%#x length=%#x prot=%d>" % (
+            state, self.address, self.length, self.prot)
+
+
+def send_fd(sock, morsel):
+    """Send a morsel (a :class:`Morsel` or a descriptor) over a connected
+    AF_UNIX socket (a socket object or its descriptor)."""
+    _check(_lib.send_fd(_fileno(sock), _fileno(morsel)))
+
+
+def recv_fd(sock):
+    """Receive a morsel sent by :func:`send_fd`; returns a :class:`Morsel`
+    owning the new descriptor (close-on-exec).
+
+    OSError(EBADMSG) if the message carried no descriptor, OSError(ENOTTY)
+    if the descriptor is no morsel (it is closed then).
+    """
+    fd = _check(_lib.recv_fd(_fileno(sock)))
+    try:
+        return Morsel.from_fd(fd)
+    except BaseException:
+        os.close(fd)
+        raise
