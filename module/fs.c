@@ -1,22 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * morselfs: the super block, inodes and mount options.  Every regular file
- * is a morsel (size.c has its sizes and orders, file.c its file operations,
- * ioctl.c its ioctls).
+ * morselfs: the super block, inodes, extended attributes and mount options.
+ * Every regular file is a morsel (size.c has its sizes and orders, file.c
+ * its file operations, ioctl.c its ioctls).
  *
- * Names, permissions, links and fd passing come from the VFS (libfs, like
- * ramfs).  The largest size is the extent of order 4 (256 TiB) with 5-level paging and
- * of order 3 (512 GiB) with 4-level paging, where an order-4 morsel could
- * never be mapped; s_maxbytes makes the VFS refuse more with -EFBIG.
+ * Names, permissions, links, renames (incl. RENAME_NOREPLACE and
+ * RENAME_EXCHANGE) and fd passing come from the VFS (libfs, like ramfs).
+ * Besides regular files and directories there are symbolic links (the
+ * target in a kmalloc'd i_link, freed with the inode after an RCU grace
+ * period, as path walks may still read it), FIFOs, sockets and device nodes
+ * (init_special_inode), and O_TMPFILE files: an unnamed morsel that linkat
+ * may give a name.  The largest size is the extent of order 4 (256 TiB)
+ * with 5-level paging and of order 3 (512 GiB) with 4-level paging, where
+ * an order-4 morsel could never be mapped; s_maxbytes makes the VFS refuse
+ * more with -EFBIG.
+ *
+ * Extended attributes, as tmpfs has them: the user., trusted. and
+ * security. namespaces (the VFS checks who may use which, and allows
+ * user.* on regular files and directories only), kept per inode in a
+ * struct simple_xattrs and freed when the inode is evicted.  The kernel's
+ * simple_xattr_*() helpers are not exported to modules, so this file has
+ * its own copies of the few it needs (mx_*), with the same semantics.
  *
  * Limits, as tmpfs has them: the mount options size= (bytes with k/m/g/t
  * suffixes, or N% of RAM; default 50 %) and nr_inodes= (default: half the
- * RAM's pages); 0 means unlimited (size.c charges against them).  statfs
+ * RAM's pages); 0 means unlimited (size.c charges pages against size=).
+ * nr_inodes= is counted in "inode space": MORSEL_BOGO_INODE bytes per inode
+ * of any type, plus the space of every extended attribute and of every
+ * symbolic link's target, so that they too run out with -ENOSPC.  statfs
  * reports the limits and the use; st_blocks counts the populated data
- * pages.  Both can change with remount, not below what is in use.
+ * pages.  Both limits can change with remount, not below what is in use.
+ * mode=, uid= and gid= set the root directory's mode and owner (default
+ * 01777 and the mounter, as tmpfs); a remount with them changes the root
+ * directory (tmpfs ignores them on remount).
  *
- * Locking: the VFS's (i_rwsem of the directories, s_umount for remount);
- * the inode counter is a cmpxchg loop against nr_inodes=.
+ * Locking: the VFS's (i_rwsem of the directories; i_rwsem of the inode
+ * around setting and removing an attribute; s_umount for remount, which
+ * also takes the root directory's i_rwsem to change it).  Each inode's
+ * attributes have their own rwlock (struct simple_xattrs) for the readers
+ * (get, list) the VFS does not lock.  The inode space is a cmpxchg loop
+ * against nr_inodes=.
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
@@ -25,16 +48,310 @@
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
+#include <linux/rbtree.h>
 #include <linux/sched/mm.h>
+#include <linux/security.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
 #include <linux/uaccess.h>
+#include <linux/xattr.h>
 
 #include "morsel.h"
 
+/* Inode space one inode takes from nr_inodes= (tmpfs: BOGO_INODE_SIZE). */
+#define MORSEL_BOGO_INODE 1024
+
+/* The root directory's default mode, as tmpfs. */
+#define MORSEL_ROOT_MODE (S_ISVTX | 0777)
+
+/* A morselfs inode: the VFS inode and its extended attributes. */
+struct morsel_inode {
+	struct simple_xattrs xattrs;
+	struct inode vfs_inode;
+};
+
+static inline struct morsel_inode *MORSEL_I(struct inode *inode)
+{
+	return container_of(inode, struct morsel_inode, vfs_inode);
+}
+
+static struct kmem_cache *morsel_inode_cachep;
+
 static const struct inode_operations morsel_dir_iops;
 static const struct inode_operations morsel_file_iops;
+static const struct inode_operations morsel_symlink_iops;
+static const struct inode_operations morsel_special_iops;
+
+/* ---- inode space (nr_inodes=) ---- */
+
+/* Take @bytes of inode space; -ENOSPC past nr_inodes=.  Lock-free. */
+static int ispace_charge(struct morsel_sb *sbi, long bytes)
+{
+	long used = atomic_long_read(&sbi->ispace);
+
+	do {
+		unsigned long max = READ_ONCE(sbi->max_inodes);
+
+		if (max && used + bytes > (long)max * MORSEL_BOGO_INODE)
+			return -ENOSPC;
+	} while (!atomic_long_try_cmpxchg(&sbi->ispace, &used, used + bytes));
+	return 0;
+}
+
+static void ispace_uncharge(struct morsel_sb *sbi, long bytes)
+{
+	atomic_long_sub(bytes, &sbi->ispace);
+}
+
+/* ---- extended attributes ---- */
+
+/*
+ * Copies of fs/xattr.c's simple_xattr_*() (Linux 6.12), which are not
+ * exported: an rbtree of struct simple_xattr by full name under the
+ * rwlock of struct simple_xattrs.
+ */
+static size_t mx_space(const char *name, size_t size)
+{
+	return 40 + size + strlen(name);	/* simple_xattr_space() */
+}
+
+static void mx_free(struct simple_xattr *xattr)
+{
+	if (xattr)
+		kfree(xattr->name);
+	kvfree(xattr);
+}
+
+static int mx_cmp(const void *key, const struct rb_node *node)
+{
+	return strcmp(rb_entry(node, struct simple_xattr, rb_node)->name, key);
+}
+
+static bool mx_less(struct rb_node *a, const struct rb_node *b)
+{
+	return mx_cmp(rb_entry(a, struct simple_xattr, rb_node)->name, b) < 0;
+}
+
+static int mx_get(struct simple_xattrs *xattrs, const char *name,
+		  void *buffer, size_t size)
+{
+	struct simple_xattr *xattr;
+	struct rb_node *node;
+	int ret = -ENODATA;
+
+	read_lock(&xattrs->lock);
+	node = rb_find(name, &xattrs->rb_root, mx_cmp);
+	if (node) {
+		xattr = rb_entry(node, struct simple_xattr, rb_node);
+		ret = xattr->size;
+		if (buffer) {
+			if (size < xattr->size)
+				ret = -ERANGE;
+			else
+				memcpy(buffer, xattr->value, xattr->size);
+		}
+	}
+	read_unlock(&xattrs->lock);
+	return ret;
+}
+
+/*
+ * Set (@value) or remove (!@value) @name.  XATTR_CREATE: -EEXIST if it
+ * exists; XATTR_REPLACE: -ENODATA if it does not.  Return: the replaced or
+ * removed attribute for the caller to free, NULL, or an ERR_PTR.
+ */
+static struct simple_xattr *mx_set(struct simple_xattrs *xattrs,
+				   const char *name, const void *value,
+				   size_t size, int flags)
+{
+	struct simple_xattr *old = NULL, *new = NULL;
+	struct rb_node *node;
+	int err = 0;
+
+	if (value) {
+		if (size > SIZE_MAX - sizeof(*new))
+			return ERR_PTR(-ENOMEM);
+		new = kvmalloc(sizeof(*new) + size, GFP_KERNEL_ACCOUNT);
+		if (!new)
+			return ERR_PTR(-ENOMEM);
+		new->size = size;
+		memcpy(new->value, value, size);
+		new->name = kstrdup(name, GFP_KERNEL_ACCOUNT);
+		if (!new->name) {
+			kvfree(new);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	write_lock(&xattrs->lock);
+	node = rb_find(name, &xattrs->rb_root, mx_cmp);
+	if (node) {
+		old = rb_entry(node, struct simple_xattr, rb_node);
+		if (flags & XATTR_CREATE) {
+			old = NULL;
+			err = -EEXIST;
+		} else if (new) {
+			rb_replace_node(&old->rb_node, &new->rb_node,
+					&xattrs->rb_root);
+		} else {
+			rb_erase(&old->rb_node, &xattrs->rb_root);
+		}
+	} else if (flags & XATTR_REPLACE) {
+		err = -ENODATA;
+	} else if (new) {
+		rb_add(&new->rb_node, &xattrs->rb_root, mx_less);
+	}
+	write_unlock(&xattrs->lock);
+	if (!err)
+		return old;
+	mx_free(new);
+	return ERR_PTR(err);
+}
+
+/* Free every attribute; Return: the space they took. */
+static size_t mx_free_all(struct simple_xattrs *xattrs)
+{
+	struct rb_node *node;
+	size_t freed = 0;
+
+	while ((node = rb_first(&xattrs->rb_root))) {
+		struct simple_xattr *xattr =
+			rb_entry(node, struct simple_xattr, rb_node);
+
+		rb_erase(node, &xattrs->rb_root);
+		freed += mx_space(xattr->name, xattr->size);
+		mx_free(xattr);
+	}
+	return freed;
+}
+
+static int mx_list_one(char **buffer, ssize_t *remaining, const char *name)
+{
+	size_t len = strlen(name) + 1;
+
+	if (*buffer) {
+		if (*remaining < len)
+			return -ERANGE;
+		memcpy(*buffer, name, len);
+		*buffer += len;
+	}
+	*remaining -= len;
+	return 0;
+}
+
+/*
+ * listxattr: the LSM's label, then every attribute but trusted.* (unless
+ * the caller has CAP_SYS_ADMIN) and the LSM's own label.
+ */
+static ssize_t morsel_listxattr(struct dentry *dentry, char *buffer,
+				size_t size)
+{
+	struct inode *inode = d_inode(dentry);
+	struct simple_xattrs *xattrs = &MORSEL_I(inode)->xattrs;
+	bool trusted = ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+	ssize_t remaining = size;
+	struct rb_node *node;
+	int err;
+
+	err = security_inode_listsecurity(inode, buffer, remaining);
+	if (err < 0)
+		return err;
+	if (buffer) {
+		if (remaining < err)
+			return -ERANGE;
+		buffer += err;
+	}
+	remaining -= err;
+	err = 0;
+	read_lock(&xattrs->lock);
+	for (node = rb_first(&xattrs->rb_root); node; node = rb_next(node)) {
+		const char *name =
+			rb_entry(node, struct simple_xattr, rb_node)->name;
+
+		if (!trusted && !strncmp(name, XATTR_TRUSTED_PREFIX,
+					 XATTR_TRUSTED_PREFIX_LEN))
+			continue;
+		if (!strncmp(name, XATTR_SECURITY_PREFIX,
+			     XATTR_SECURITY_PREFIX_LEN) &&
+		    security_ismaclabel(name + XATTR_SECURITY_PREFIX_LEN))
+			continue;
+		err = mx_list_one(&buffer, &remaining, name);
+		if (err)
+			break;
+	}
+	read_unlock(&xattrs->lock);
+	return err ? err : size - remaining;
+}
+
+static int morsel_xattr_get(const struct xattr_handler *handler,
+			    struct dentry *unused, struct inode *inode,
+			    const char *name, void *buffer, size_t size)
+{
+	return mx_get(&MORSEL_I(inode)->xattrs,
+		      xattr_full_name(handler, name), buffer, size);
+}
+
+/*
+ * Set or (!@value) remove an attribute; the VFS holds the inode lock.  A
+ * new value takes inode space first (-ENOSPC past nr_inodes=), the old one
+ * gives its space back.
+ */
+static int morsel_xattr_set(const struct xattr_handler *handler,
+			    struct mnt_idmap *idmap, struct dentry *unused,
+			    struct inode *inode, const char *name,
+			    const void *value, size_t size, int flags)
+{
+	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+	struct simple_xattr *old;
+	long space = 0;
+	int err;
+
+	name = xattr_full_name(handler, name);
+	if (value) {
+		space = mx_space(name, size);
+		err = ispace_charge(sbi, space);
+		if (err)
+			return err;
+	}
+	old = mx_set(&MORSEL_I(inode)->xattrs, name, value, size, flags);
+	if (IS_ERR(old)) {
+		ispace_uncharge(sbi, space);
+		return PTR_ERR(old);
+	}
+	if (old) {
+		ispace_uncharge(sbi, mx_space(old->name, old->size));
+		mx_free(old);
+	}
+	inode_set_ctime_current(inode);
+	return 0;
+}
+
+static const struct xattr_handler morsel_security_xattr_handler = {
+	.prefix = XATTR_SECURITY_PREFIX,
+	.get = morsel_xattr_get,
+	.set = morsel_xattr_set,
+};
+
+static const struct xattr_handler morsel_trusted_xattr_handler = {
+	.prefix = XATTR_TRUSTED_PREFIX,
+	.get = morsel_xattr_get,
+	.set = morsel_xattr_set,
+};
+
+static const struct xattr_handler morsel_user_xattr_handler = {
+	.prefix = XATTR_USER_PREFIX,
+	.get = morsel_xattr_get,
+	.set = morsel_xattr_set,
+};
+
+static const struct xattr_handler * const morsel_xattr_handlers[] = {
+	&morsel_security_xattr_handler,
+	&morsel_trusted_xattr_handler,
+	&morsel_user_xattr_handler,
+	NULL
+};
+
+/* ---- attributes ---- */
 
 /* st_blocks (512-byte units) counts the populated data pages. */
 static int morsel_getattr(struct mnt_idmap *idmap, const struct path *path,
@@ -70,20 +387,22 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 
 /* ---- inodes ---- */
 
+/*
+ * A new inode of any type, charged MORSEL_BOGO_INODE of inode space;
+ * @dev is for device nodes.  A regular file gets its morsel.
+ */
 static struct inode *morsel_get_inode(struct super_block *sb,
-				      const struct inode *dir, umode_t mode)
+				      const struct inode *dir, umode_t mode,
+				      dev_t dev)
 {
 	struct morsel_sb *sbi = sb->s_fs_info;
 	struct inode *inode;
-	long n = atomic_long_read(&sbi->inodes);
 
-	do {
-		if (sbi->max_inodes && n >= sbi->max_inodes)
-			return ERR_PTR(-ENOSPC);
-	} while (!atomic_long_try_cmpxchg(&sbi->inodes, &n, n + 1));
+	if (ispace_charge(sbi, MORSEL_BOGO_INODE))
+		return ERR_PTR(-ENOSPC);
 	inode = new_inode(sb);
 	if (!inode) {
-		atomic_long_dec(&sbi->inodes);
+		ispace_uncharge(sbi, MORSEL_BOGO_INODE);
 		return ERR_PTR(-ENOMEM);
 	}
 	inode->i_ino = get_next_ino();
@@ -104,6 +423,16 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 		inode->i_fop = &simple_dir_operations;
 		inc_nlink(inode);
 		break;
+	case S_IFLNK:
+		inode->i_op = &morsel_symlink_iops;
+		break;
+	case S_IFIFO:
+	case S_IFSOCK:
+	case S_IFCHR:
+	case S_IFBLK:
+		inode->i_op = &morsel_special_iops;
+		init_special_inode(inode, mode, dev);
+		break;
 	default:
 		iput(inode);
 		return ERR_PTR(-EINVAL);
@@ -111,16 +440,23 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 	return inode;
 }
 
+/* Give @dentry in @dir the new @inode, pinning the dentry as ramfs does. */
+static void morsel_instantiate(struct inode *dir, struct dentry *dentry,
+			       struct inode *inode)
+{
+	d_instantiate(dentry, inode);
+	dget(dentry);
+	inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir));
+}
+
 static int morsel_mknod(struct mnt_idmap *idmap, struct inode *dir,
 			struct dentry *dentry, umode_t mode, dev_t dev)
 {
-	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode);
+	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode, dev);
 
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
-	d_instantiate(dentry, inode);
-	dget(dentry);	/* pin the dentry, as ramfs does */
-	inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir));
+	morsel_instantiate(dir, dentry, inode);
 	return 0;
 }
 
@@ -140,15 +476,85 @@ static int morsel_mkdir(struct mnt_idmap *idmap, struct inode *dir,
 	return err;
 }
 
+/*
+ * The target (at most PATH_MAX bytes with its NUL, which the VFS ensures)
+ * goes to i_link and takes its length in inode space besides the inode's.
+ */
+static int morsel_symlink(struct mnt_idmap *idmap, struct inode *dir,
+			  struct dentry *dentry, const char *target)
+{
+	struct morsel_sb *sbi = dir->i_sb->s_fs_info;
+	size_t len = strlen(target) + 1;
+	struct inode *inode;
+	int err;
+
+	if (len > PATH_MAX)
+		return -ENAMETOOLONG;
+	err = ispace_charge(sbi, len);
+	if (err)
+		return err;
+	inode = morsel_get_inode(dir->i_sb, dir, S_IFLNK | 0777, 0);
+	if (IS_ERR(inode)) {
+		ispace_uncharge(sbi, len);
+		return PTR_ERR(inode);
+	}
+	inode->i_link = kmemdup(target, len, GFP_KERNEL_ACCOUNT);
+	if (!inode->i_link) {
+		iput(inode);	/* frees the inode's space, not the target's */
+		ispace_uncharge(sbi, len);
+		return -ENOMEM;
+	}
+	inode->i_size = len - 1;
+	morsel_instantiate(dir, dentry, inode);
+	return 0;
+}
+
+/* O_TMPFILE: a morsel without a name (nlink 0) until linkat gives one. */
+static int morsel_tmpfile(struct mnt_idmap *idmap, struct inode *dir,
+			  struct file *file, umode_t mode)
+{
+	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode, 0);
+
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	d_tmpfile(file, inode);
+	return finish_open_simple(file, 0);
+}
+
+static struct inode *morsel_alloc_inode(struct super_block *sb)
+{
+	struct morsel_inode *mi;
+
+	mi = alloc_inode_sb(sb, morsel_inode_cachep, GFP_KERNEL);
+	if (!mi)
+		return NULL;
+	mi->xattrs.rb_root = RB_ROOT;
+	rwlock_init(&mi->xattrs.lock);
+	return &mi->vfs_inode;
+}
+
+/* After an RCU grace period: an RCU path walk may still read i_link. */
+static void morsel_free_inode(struct inode *inode)
+{
+	if (S_ISLNK(inode->i_mode))
+		kfree(inode->i_link);
+	kmem_cache_free(morsel_inode_cachep, MORSEL_I(inode));
+}
+
+/* The last name and the last open are gone: free the data and the space. */
 static void morsel_evict_inode(struct inode *inode)
 {
 	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+	long space = MORSEL_BOGO_INODE;
 
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 	if (S_ISREG(inode->i_mode) && inode->i_private)
 		morsel_destroy(inode->i_private);
-	atomic_long_dec(&sbi->inodes);
+	if (S_ISLNK(inode->i_mode) && inode->i_link)
+		space += inode->i_size + 1;
+	space += mx_free_all(&MORSEL_I(inode)->xattrs);
+	ispace_uncharge(sbi, space);
 }
 
 static const struct inode_operations morsel_dir_iops = {
@@ -156,15 +562,28 @@ static const struct inode_operations morsel_dir_iops = {
 	.lookup = simple_lookup,
 	.link = simple_link,
 	.unlink = simple_unlink,
+	.symlink = morsel_symlink,
 	.mkdir = morsel_mkdir,
 	.rmdir = simple_rmdir,
 	.mknod = morsel_mknod,
 	.rename = simple_rename,
+	.tmpfile = morsel_tmpfile,
+	.listxattr = morsel_listxattr,
 };
 
 static const struct inode_operations morsel_file_iops = {
 	.setattr = morsel_setattr,
 	.getattr = morsel_getattr,
+	.listxattr = morsel_listxattr,
+};
+
+static const struct inode_operations morsel_symlink_iops = {
+	.get_link = simple_get_link,
+	.listxattr = morsel_listxattr,
+};
+
+static const struct inode_operations morsel_special_iops = {
+	.listxattr = morsel_listxattr,
 };
 
 /* ---- super block and mount options ---- */
@@ -182,42 +601,60 @@ static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
 		buf->f_bavail = buf->f_bfree;
 	}
 	if (sbi->max_inodes) {
+		long max = (long)sbi->max_inodes * MORSEL_BOGO_INODE;
+
 		buf->f_files = sbi->max_inodes;
-		buf->f_ffree = sbi->max_inodes -
-			min_t(long, atomic_long_read(&sbi->inodes),
-			      sbi->max_inodes);
+		buf->f_ffree = (max - min(atomic_long_read(&sbi->ispace),
+					  max)) / MORSEL_BOGO_INODE;
 	}
 	return 0;
 }
 
+/* size= and nr_inodes= always; mode=, uid=, gid= when not the default. */
 static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
 	struct morsel_sb *sbi = root->d_sb->s_fs_info;
 
 	seq_printf(seq, ",size=%luk", sbi->max_blocks << (PAGE_SHIFT - 10));
 	seq_printf(seq, ",nr_inodes=%lu", sbi->max_inodes);
+	if (sbi->mode != MORSEL_ROOT_MODE)
+		seq_printf(seq, ",mode=%03ho", sbi->mode);
+	if (!uid_eq(sbi->uid, GLOBAL_ROOT_UID))
+		seq_printf(seq, ",uid=%u",
+			   from_kuid_munged(&init_user_ns, sbi->uid));
+	if (!gid_eq(sbi->gid, GLOBAL_ROOT_GID))
+		seq_printf(seq, ",gid=%u",
+			   from_kgid_munged(&init_user_ns, sbi->gid));
 	return 0;
 }
 
 static const struct super_operations morsel_sops = {
+	.alloc_inode = morsel_alloc_inode,
+	.free_inode = morsel_free_inode,
 	.statfs = morsel_statfs,
 	.drop_inode = generic_delete_inode,
 	.evict_inode = morsel_evict_inode,
 	.show_options = morsel_show_options,
 };
 
-enum { OPT_SIZE, OPT_NR_INODES };
+enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
 	fsparam_string("nr_inodes", OPT_NR_INODES),
+	fsparam_u32oct("mode", OPT_MODE),
+	fsparam_uid("uid", OPT_UID),
+	fsparam_gid("gid", OPT_GID),
 	{}
 };
 
 /* Options given to this mount or remount (fc->fs_private). */
 struct morsel_opts {
 	unsigned long blocks, inodes;
-	bool has_blocks, has_inodes;
+	umode_t mode;
+	kuid_t uid;
+	kgid_t gid;
+	bool has_blocks, has_inodes, has_mode, has_uid, has_gid;
 };
 
 /*
@@ -266,13 +703,32 @@ static int morsel_parse_param(struct fs_context *fc,
 
 	if (opt < 0)
 		return opt;
+	switch (opt) {
+	case OPT_MODE:
+		o->mode = result.uint_32 & 07777;	/* as tmpfs */
+		o->has_mode = true;
+		return 0;
+	case OPT_UID:
+		if (!kuid_has_mapping(fc->user_ns, result.uid))
+			return invalfc(fc, "bad value for uid");
+		o->uid = result.uid;
+		o->has_uid = true;
+		return 0;
+	case OPT_GID:
+		if (!kgid_has_mapping(fc->user_ns, result.gid))
+			return invalfc(fc, "bad value for gid");
+		o->gid = result.gid;
+		o->has_gid = true;
+		return 0;
+	}
 	if (parse_number(param->string, opt == OPT_SIZE, &n))
 		return invalfc(fc, "bad value for %s", param->key);
 	if (opt == OPT_SIZE) {
 		o->blocks = n / PAGE_SIZE + !!(n % PAGE_SIZE);
 		o->has_blocks = true;
 	} else {
-		if (n > LONG_MAX)
+		/* The inode space (bytes) must fit in a long. */
+		if (n > LONG_MAX / MORSEL_BOGO_INODE)
 			return invalfc(fc, "nr_inodes too large");
 		o->inodes = n;
 		o->has_inodes = true;
@@ -291,6 +747,9 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 	sbi->max_blocks = o->has_blocks ? o->blocks : totalram_pages() / 2;
 	sbi->max_inodes = o->has_inodes ? o->inodes : totalram_pages() / 2;
+	sbi->mode = o->has_mode ? o->mode : MORSEL_ROOT_MODE;
+	sbi->uid = o->has_uid ? o->uid : current_fsuid();
+	sbi->gid = o->has_gid ? o->gid : current_fsgid();
 	sb->s_fs_info = sbi;
 
 	sb->s_maxbytes = morsel_extent(pgtable_l5_enabled() ? 4 : 3);
@@ -298,10 +757,13 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_magic = MORSELFS_MAGIC;
 	sb->s_op = &morsel_sops;
+	sb->s_xattr = morsel_xattr_handlers;
 	sb->s_time_gran = 1;
-	root = morsel_get_inode(sb, NULL, S_IFDIR | 0755);
+	root = morsel_get_inode(sb, NULL, S_IFDIR | sbi->mode, 0);
 	if (IS_ERR(root))
 		return PTR_ERR(root);
+	root->i_uid = sbi->uid;
+	root->i_gid = sbi->gid;
 	sb->s_root = d_make_root(root);
 	return sb->s_root ? 0 : -ENOMEM;
 }
@@ -311,22 +773,46 @@ static int morsel_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, morsel_fill_super);
 }
 
-/* remount: new limits, never below what is in use (-EINVAL). */
+/*
+ * remount: new limits, never below what is in use (-EINVAL); mode=, uid=
+ * and gid= change the root directory (of the instance, also when the
+ * mount is a bind mount of a subdirectory).
+ */
 static int morsel_reconfigure(struct fs_context *fc)
 {
-	struct morsel_sb *sbi = fc->root->d_sb->s_fs_info;
+	struct super_block *sb = fc->root->d_sb;
+	struct morsel_sb *sbi = sb->s_fs_info;
 	struct morsel_opts *o = fc->fs_private;
+	struct inode *root = d_inode(sb->s_root);
 
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
 	if (o->has_inodes && o->inodes &&
-	    o->inodes < atomic_long_read(&sbi->inodes))
+	    (long)o->inodes * MORSEL_BOGO_INODE <
+	    atomic_long_read(&sbi->ispace))
 		return invalfc(fc, "nr_inodes below the inodes in use");
 	if (o->has_blocks)
 		WRITE_ONCE(sbi->max_blocks, o->blocks);
 	if (o->has_inodes)
 		WRITE_ONCE(sbi->max_inodes, o->inodes);
+	if (!o->has_mode && !o->has_uid && !o->has_gid)
+		return 0;
+	inode_lock(root);
+	if (o->has_mode) {
+		sbi->mode = o->mode;
+		root->i_mode = S_IFDIR | o->mode;
+	}
+	if (o->has_uid) {
+		sbi->uid = o->uid;
+		root->i_uid = o->uid;
+	}
+	if (o->has_gid) {
+		sbi->gid = o->gid;
+		root->i_gid = o->gid;
+	}
+	inode_set_ctime_current(root);
+	inode_unlock(root);
 	return 0;
 }
 
@@ -370,12 +856,30 @@ static struct file_system_type morselfs_type = {
 	.kill_sb = morsel_kill_sb,
 };
 
+static void morsel_inode_init_once(void *p)
+{
+	inode_init_once(&((struct morsel_inode *)p)->vfs_inode);
+}
+
 int morselfs_register(void)
 {
-	return register_filesystem(&morselfs_type);
+	int err;
+
+	morsel_inode_cachep = kmem_cache_create("morsel_inode_cache",
+						sizeof(struct morsel_inode), 0,
+						SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT,
+						morsel_inode_init_once);
+	if (!morsel_inode_cachep)
+		return -ENOMEM;
+	err = register_filesystem(&morselfs_type);
+	if (err)
+		kmem_cache_destroy(morsel_inode_cachep);
+	return err;
 }
 
 void morselfs_unregister(void)
 {
 	unregister_filesystem(&morselfs_type);
+	rcu_barrier();	/* inodes still waiting for morsel_free_inode */
+	kmem_cache_destroy(morsel_inode_cachep);
 }

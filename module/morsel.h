@@ -3,7 +3,7 @@
  * Internal interface between the parts of the morsel module:
  *   tree.c   the morsel's own page-table tree (populate, free, re-root)
  *   mount.c  mounting a morsel into processes (fault, unmount, vm_ops)
- *   fs.c     morselfs: super block, inodes, sizes
+ *   fs.c     morselfs: super block, inodes, xattrs, mount options
  *   file.c   file operations: mmap placement, read/write, fallocate
  *   ioctl.c  the MORSEL_IOC_* ioctls
  *   stats.c  global counters in /sys/fs/morselfs
@@ -14,6 +14,7 @@
 #include <linux/atomic.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/mm.h>
 #include <uapi/linux/morsel.h>
 
@@ -30,15 +31,23 @@ typedef u64 mentry_t;
  * @max_blocks: size= limit in pages (data pages and tables), 0: none.
  * @max_inodes: nr_inodes= limit, 0: none.
  * @used:       pages and tables charged (morsel_charge).
- * @inodes:     inodes in use.
- * Limits change only on remount (under the super block's s_umount);
- * the counters are atomics, charged with cmpxchg against the limit.
+ * @ispace:     inode space in use, in bytes: a fixed amount per inode plus
+ *              extended attributes and symlink targets (fs.c).
+ * @mode:       mode= (the root directory's mode, without S_IFDIR).
+ * @uid:        uid= (the root directory's owner).
+ * @gid:        gid= (the root directory's group).
+ * Limits and @mode, @uid, @gid change only on remount (under the super
+ * block's s_umount); the counters are atomics, charged with cmpxchg
+ * against the limit.
  */
 struct morsel_sb {
 	unsigned long max_blocks;
 	unsigned long max_inodes;
 	atomic_long_t used;
-	atomic_long_t inodes;
+	atomic_long_t ispace;
+	umode_t mode;
+	kuid_t uid;
+	kgid_t gid;
 };
 
 /**

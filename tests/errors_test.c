@@ -26,7 +26,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1047,30 +1046,6 @@ TEST(madvise_mergeable_needs_ksm)
 	close(fd);
 }
 
-/* ---- other file types ---- */
-
-TEST(mknod_devices_and_sockets_einval)
-{
-	ASSERT_ERRNO(EINVAL, mknod(mpath("chr"), S_IFCHR | 0644, makedev(1, 3)));
-	ASSERT_ERRNO(EINVAL, mknod(mpath("blk"), S_IFBLK | 0644, makedev(7, 0)));
-	ASSERT_ERRNO(EINVAL, mknod(mpath("sock"), S_IFSOCK | 0644, 0));
-	EXPECT_NE(0, access(mpath("chr"), F_OK));
-	EXPECT_NE(0, access(mpath("sock"), F_OK));
-}
-
-TEST(symlink_eperm)
-{
-	ASSERT_ERRNO(EPERM, symlink("target", mpath("link")));
-}
-
-TEST(o_tmpfile_eopnotsupp)
-{
-	const char *mnt = getenv("MORSEL_MNT");
-
-	ASSERT_ERRNO(EOPNOTSUPP, open(mnt ? mnt : "/tmp/morsel",
-				      O_TMPFILE | O_RDWR, 0600));
-}
-
 /* ---- mount options ---- */
 
 #define LIM "/tmp/morsel-errors-lim"
@@ -1103,6 +1078,10 @@ TEST(mount_overflowing_value_einval)
 	ASSERT_ERRNO(EINVAL, mount_opts("size=18446744073709551616"));
 	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=16777216t"));
 	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=9223372036854775808"));
+	/* nr_inodes= x 1024 bytes of inode space must fit in a long */
+	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=9007199254740992"));
+	ASSERT_EQ(0, mount_opts("nr_inodes=9007199254740991"));
+	EXPECT_EQ(0, umount(LIM));
 }
 
 /* A mode-0 fallocate that runs out of room frees what it populated. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers shared by the kselftest-harness suites (safety_test, errors_test):
+ * Helpers shared by the kselftest-harness suites (safety_test, errors_test,
+ * fs_test):
  * paths in the suite's morselfs, fresh morsels, running an access in a
  * child to see which signal it gets, and writing a control file.  No locking: each TEST is a process.
  */
