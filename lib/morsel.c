@@ -91,6 +91,15 @@ int morsel_bind(int fd, uint64_t addr)
 	return ioctl(fd, MORSEL_IOC_BIND, &b) ? NEG_ERRNO : 0;
 }
 
+int morsel_set_min_order(int fd, unsigned int order)
+{
+	struct morsel_min_order o;
+
+	memset(&o, 0, sizeof(o));
+	o.order = order;
+	return ioctl(fd, MORSEL_IOC_SET_MIN_ORDER, &o) ? NEG_ERRNO : 0;
+}
+
 /* The kernel fills at most MORSEL_MAPPINGS_MAX entries a call: page on. */
 int morsel_mappings(int fd, struct morsel_mapping *out, unsigned int room)
 {

@@ -26,8 +26,20 @@ int morsel_order_for_size(uint64_t size);
 int morsel_create(const char *path, uint64_t size, mode_t mode);
 /* Open an existing morsel; @flags as for open(2) (O_RDONLY or O_RDWR). */
 int morsel_open(const char *path, int flags);
-/* Set the size (and with it the order) of an unmapped morsel. */
+/*
+ * Set the size.  The order rises with it when needed, even while mapped
+ * (existing mappings keep their extent); a smaller size frees the pages
+ * past it, and the order falls only when nothing maps the morsel.
+ */
 int morsel_resize(int fd, uint64_t size);
+/*
+ * Ask for room in advance: the morsel takes at least @order now (mapped or
+ * not) and never falls below it, so a mapping of the whole extent made now
+ * sees the file grow up to it.  -EINVAL past the largest order (3 with
+ * 4-level paging, else 4), -EBUSY if bound to an address that the larger
+ * extent does not fit, -EBADF on a read-only fd.
+ */
+int morsel_set_min_order(int fd, unsigned int order);
 
 /* morsel_map() flags */
 #define MORSEL_MAP_FIXED	0x1	/* map exactly at @hint (extent aligned) */

@@ -18,9 +18,9 @@
  * Extended attributes, as tmpfs has them: the user., trusted. and
  * security. namespaces (the VFS checks who may use which, and allows
  * user.* on regular files and directories only), kept per inode in a
- * struct simple_xattrs and freed when the inode is evicted.  The kernel's
- * simple_xattr_*() helpers are not exported to modules, so this file has
- * its own copies of the few it needs (mx_*), with the same semantics.
+ * struct simple_xattrs with the kernel's simple_xattr_*() helpers, as
+ * tmpfs does (kernel patch 0008 exports them), and freed when the inode
+ * is evicted.
  *
  * Limits, as tmpfs has them: the mount options size= (bytes with k/m/g/t
  * suffixes, or N% of RAM; default 50 %) and nr_inodes= (default: half the
@@ -106,189 +106,22 @@ static void ispace_uncharge(struct morsel_sb *sbi, long bytes)
 
 /* ---- extended attributes ---- */
 
-/*
- * Copies of fs/xattr.c's simple_xattr_*() (Linux 6.12), which are not
- * exported: an rbtree of struct simple_xattr by full name under the
- * rwlock of struct simple_xattrs.
- */
-static size_t mx_space(const char *name, size_t size)
-{
-	return 40 + size + strlen(name);	/* simple_xattr_space() */
-}
-
-static void mx_free(struct simple_xattr *xattr)
-{
-	if (xattr)
-		kfree(xattr->name);
-	kvfree(xattr);
-}
-
-static int mx_cmp(const void *key, const struct rb_node *node)
-{
-	return strcmp(rb_entry(node, struct simple_xattr, rb_node)->name, key);
-}
-
-static bool mx_less(struct rb_node *a, const struct rb_node *b)
-{
-	return mx_cmp(rb_entry(a, struct simple_xattr, rb_node)->name, b) < 0;
-}
-
-static int mx_get(struct simple_xattrs *xattrs, const char *name,
-		  void *buffer, size_t size)
-{
-	struct simple_xattr *xattr;
-	struct rb_node *node;
-	int ret = -ENODATA;
-
-	read_lock(&xattrs->lock);
-	node = rb_find(name, &xattrs->rb_root, mx_cmp);
-	if (node) {
-		xattr = rb_entry(node, struct simple_xattr, rb_node);
-		ret = xattr->size;
-		if (buffer) {
-			if (size < xattr->size)
-				ret = -ERANGE;
-			else
-				memcpy(buffer, xattr->value, xattr->size);
-		}
-	}
-	read_unlock(&xattrs->lock);
-	return ret;
-}
-
-/*
- * Set (@value) or remove (!@value) @name.  XATTR_CREATE: -EEXIST if it
- * exists; XATTR_REPLACE: -ENODATA if it does not.  Return: the replaced or
- * removed attribute for the caller to free, NULL, or an ERR_PTR.
- */
-static struct simple_xattr *mx_set(struct simple_xattrs *xattrs,
-				   const char *name, const void *value,
-				   size_t size, int flags)
-{
-	struct simple_xattr *old = NULL, *new = NULL;
-	struct rb_node *node;
-	int err = 0;
-
-	if (value) {
-		if (size > SIZE_MAX - sizeof(*new))
-			return ERR_PTR(-ENOMEM);
-		new = kvmalloc(sizeof(*new) + size, GFP_KERNEL_ACCOUNT);
-		if (!new)
-			return ERR_PTR(-ENOMEM);
-		new->size = size;
-		memcpy(new->value, value, size);
-		new->name = kstrdup(name, GFP_KERNEL_ACCOUNT);
-		if (!new->name) {
-			kvfree(new);
-			return ERR_PTR(-ENOMEM);
-		}
-	}
-	write_lock(&xattrs->lock);
-	node = rb_find(name, &xattrs->rb_root, mx_cmp);
-	if (node) {
-		old = rb_entry(node, struct simple_xattr, rb_node);
-		if (flags & XATTR_CREATE) {
-			old = NULL;
-			err = -EEXIST;
-		} else if (new) {
-			rb_replace_node(&old->rb_node, &new->rb_node,
-					&xattrs->rb_root);
-		} else {
-			rb_erase(&old->rb_node, &xattrs->rb_root);
-		}
-	} else if (flags & XATTR_REPLACE) {
-		err = -ENODATA;
-	} else if (new) {
-		rb_add(&new->rb_node, &xattrs->rb_root, mx_less);
-	}
-	write_unlock(&xattrs->lock);
-	if (!err)
-		return old;
-	mx_free(new);
-	return ERR_PTR(err);
-}
-
-/* Free every attribute; Return: the space they took. */
-static size_t mx_free_all(struct simple_xattrs *xattrs)
-{
-	struct rb_node *node;
-	size_t freed = 0;
-
-	while ((node = rb_first(&xattrs->rb_root))) {
-		struct simple_xattr *xattr =
-			rb_entry(node, struct simple_xattr, rb_node);
-
-		rb_erase(node, &xattrs->rb_root);
-		freed += mx_space(xattr->name, xattr->size);
-		mx_free(xattr);
-	}
-	return freed;
-}
-
-static int mx_list_one(char **buffer, ssize_t *remaining, const char *name)
-{
-	size_t len = strlen(name) + 1;
-
-	if (*buffer) {
-		if (*remaining < len)
-			return -ERANGE;
-		memcpy(*buffer, name, len);
-		*buffer += len;
-	}
-	*remaining -= len;
-	return 0;
-}
-
-/*
- * listxattr: the LSM's label, then every attribute but trusted.* (unless
- * the caller has CAP_SYS_ADMIN) and the LSM's own label.
- */
+/* listxattr: the LSM's label, then every attribute (trusted.* for root). */
 static ssize_t morsel_listxattr(struct dentry *dentry, char *buffer,
 				size_t size)
 {
 	struct inode *inode = d_inode(dentry);
-	struct simple_xattrs *xattrs = &MORSEL_I(inode)->xattrs;
-	bool trusted = ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
-	ssize_t remaining = size;
-	struct rb_node *node;
-	int err;
 
-	err = security_inode_listsecurity(inode, buffer, remaining);
-	if (err < 0)
-		return err;
-	if (buffer) {
-		if (remaining < err)
-			return -ERANGE;
-		buffer += err;
-	}
-	remaining -= err;
-	err = 0;
-	read_lock(&xattrs->lock);
-	for (node = rb_first(&xattrs->rb_root); node; node = rb_next(node)) {
-		const char *name =
-			rb_entry(node, struct simple_xattr, rb_node)->name;
-
-		if (!trusted && !strncmp(name, XATTR_TRUSTED_PREFIX,
-					 XATTR_TRUSTED_PREFIX_LEN))
-			continue;
-		if (!strncmp(name, XATTR_SECURITY_PREFIX,
-			     XATTR_SECURITY_PREFIX_LEN) &&
-		    security_ismaclabel(name + XATTR_SECURITY_PREFIX_LEN))
-			continue;
-		err = mx_list_one(&buffer, &remaining, name);
-		if (err)
-			break;
-	}
-	read_unlock(&xattrs->lock);
-	return err ? err : size - remaining;
+	return simple_xattr_list(inode, &MORSEL_I(inode)->xattrs, buffer,
+				 size);
 }
 
 static int morsel_xattr_get(const struct xattr_handler *handler,
 			    struct dentry *unused, struct inode *inode,
 			    const char *name, void *buffer, size_t size)
 {
-	return mx_get(&MORSEL_I(inode)->xattrs,
-		      xattr_full_name(handler, name), buffer, size);
+	return simple_xattr_get(&MORSEL_I(inode)->xattrs,
+				xattr_full_name(handler, name), buffer, size);
 }
 
 /*
@@ -308,19 +141,20 @@ static int morsel_xattr_set(const struct xattr_handler *handler,
 
 	name = xattr_full_name(handler, name);
 	if (value) {
-		space = mx_space(name, size);
+		space = simple_xattr_space(name, size);
 		err = ispace_charge(sbi, space);
 		if (err)
 			return err;
 	}
-	old = mx_set(&MORSEL_I(inode)->xattrs, name, value, size, flags);
+	old = simple_xattr_set(&MORSEL_I(inode)->xattrs, name, value, size,
+			       flags);
 	if (IS_ERR(old)) {
 		ispace_uncharge(sbi, space);
 		return PTR_ERR(old);
 	}
 	if (old) {
-		ispace_uncharge(sbi, mx_space(old->name, old->size));
-		mx_free(old);
+		ispace_uncharge(sbi, simple_xattr_space(old->name, old->size));
+		simple_xattr_free(old);
 	}
 	inode_set_ctime_current(inode);
 	return 0;
@@ -528,8 +362,7 @@ static struct inode *morsel_alloc_inode(struct super_block *sb)
 	mi = alloc_inode_sb(sb, morsel_inode_cachep, GFP_KERNEL);
 	if (!mi)
 		return NULL;
-	mi->xattrs.rb_root = RB_ROOT;
-	rwlock_init(&mi->xattrs.lock);
+	simple_xattrs_init(&mi->xattrs);
 	return &mi->vfs_inode;
 }
 
@@ -546,6 +379,7 @@ static void morsel_evict_inode(struct inode *inode)
 {
 	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
 	long space = MORSEL_BOGO_INODE;
+	size_t freed = 0;
 
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
@@ -553,8 +387,8 @@ static void morsel_evict_inode(struct inode *inode)
 		morsel_destroy(inode->i_private);
 	if (S_ISLNK(inode->i_mode) && inode->i_link)
 		space += inode->i_size + 1;
-	space += mx_free_all(&MORSEL_I(inode)->xattrs);
-	ispace_uncharge(sbi, space);
+	simple_xattrs_free(&MORSEL_I(inode)->xattrs, &freed);
+	ispace_uncharge(sbi, space + freed);
 }
 
 static const struct inode_operations morsel_dir_iops = {

@@ -14,7 +14,9 @@
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: morsel create PATH SIZE          create a morsel of SIZE bytes (suffixes K M G T)\n"
+		"usage: morsel create [--order N] PATH SIZE\n"
+		"                                        create a morsel of SIZE bytes (suffixes K M G T),\n"
+		"                                        of at least order N (room to grow while mapped)\n"
 		"       morsel stat PATH...              order, extent, size, pages, tables, bound\n"
 		"                                        address and every mapping with its rights\n"
 		"       morsel populate PATH OFFSET LEN  allocate the pages of a range now\n"
@@ -95,6 +97,7 @@ static int cmd_stat(const char *path)
 		printf("bound:    0x%" PRIx64 "\n", (uint64_t)st.bound);
 	else
 		printf("bound:    no\n");
+	printf("min order: %" PRIu64 "\n", (uint64_t)st.min_order);
 	printf("mappings: %d\n", n);
 	for (i = 0; i < n && i < 64; i++) {
 		if (maps[i].flags & MORSEL_MAPPING_HIDDEN) {
@@ -159,26 +162,55 @@ static int cmd_bind(const char *path, const char *addr)
 	return 0;
 }
 
+/*
+ * Create PATH of SIZE bytes; with ORDER, first set the minimum order of
+ * the still empty file, then the size (nothing is left behind on error).
+ */
+static int cmd_create(const char *path, const char *size_s,
+		      const char *order_s)
+{
+	uint64_t size, order = 0;
+	int fd, err = 0;
+
+	if (parse_size(size_s, &size)) {
+		fprintf(stderr, "morsel: bad size '%s'\n", size_s);
+		return 2;
+	}
+	if (order_s && (parse_size(order_s, &order) ||
+			order > MORSEL_MAX_ORDER)) {
+		fprintf(stderr, "morsel: bad order '%s'\n", order_s);
+		return 2;
+	}
+	fd = morsel_create(path, order_s ? 0 : size, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: create %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	if (order_s) {
+		err = morsel_set_min_order(fd, (unsigned int)order);
+		if (!err)
+			err = morsel_resize(fd, size);
+		if (err) {
+			fprintf(stderr, "morsel: create %s: %s\n", path,
+				strerror(-err));
+			unlink(path);
+		}
+	}
+	close(fd);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t size;
-	int fd, i, ret = 0;
+	int i, ret = 0;
 
 	if (argc < 3)
 		usage();
-	if (!strcmp(argv[1], "create") && argc == 4) {
-		if (parse_size(argv[3], &size)) {
-			fprintf(stderr, "morsel: bad size '%s'\n", argv[3]);
-			return 2;
-		}
-		fd = morsel_create(argv[2], size, 0644);
-		if (fd < 0) {
-			fprintf(stderr, "morsel: create %s: %s\n", argv[2], strerror(-fd));
-			return 1;
-		}
-		close(fd);
-		return 0;
-	}
+	if (!strcmp(argv[1], "create") && argc == 6 &&
+	    !strcmp(argv[2], "--order"))
+		return cmd_create(argv[4], argv[5], argv[3]);
+	if (!strcmp(argv[1], "create") && argc == 4)
+		return cmd_create(argv[2], argv[3], NULL);
 	if ((!strcmp(argv[1], "populate") || !strcmp(argv[1], "evict")) &&
 	    argc == 5)
 		return cmd_range(argv[1], argv[2], argv[3], argv[4]);
