@@ -11,7 +11,7 @@ VERSION := 1.0.0
 SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
-BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/kvm_test bench/demo bench/bench
+BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
 BINS    += tests/fuzz_bin
 # New tests use the kernel's kselftest harness, from the built kernel tree.
 KSFT     = $(shell scripts/kernel-build)/tools/testing/selftests
@@ -85,6 +85,9 @@ tests/errors_test: tests/errors_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/kvm_test: tests/kvm_test.c $(LIB)
