@@ -1008,9 +1008,7 @@ TEST(ioctl_bad_input)
 	memset(&s, 0, sizeof(s));
 	s.reserved[5] = 1;
 	CHECK_ERR(ioctl(fd, MORSEL_IOC_STAT, &s), EINVAL);
-	memset(&s, 0, sizeof(s));
-	s.min_order = 1;				/* an out field */
-	CHECK_ERR(ioctl(fd, MORSEL_IOC_STAT, &s), EINVAL);
+
 	CHECK_ERR(ioctl(fd, MORSEL_IOC_STAT, (void *)16), EFAULT);
 	CHECK_ERR(ioctl(fd, _IOWR(MORSEL_IOC_MAGIC, 0x7f, struct morsel_stat), &s), ENOTTY);
 	CHECK_ERR(ioctl(fd, 0x5401 /* TCGETS */, &s), ENOTTY);
@@ -1298,7 +1296,6 @@ TEST(populate_then_no_faults)
 	touch_each_page(p, 64 * MiB);
 	CHECK(minflt() - f0 >= 16384);
 	/* fallocate() does the same, growing the file like a file. */
-	munmap(p, 64 * MiB);
 	close(fd2);
 	fd2 = mk("falloc", 0);
 	CHECK(fallocate(fd2, 0, 0, 8 * MiB + 1) == 0);
