@@ -6,7 +6,7 @@
  * - MAP_PRIVATE: a private mapping sees the file, a written page is the
  *   process's own copy, the morsel never changes; eviction and truncation
  *   reach private mappings; programs and shared libraries stored on
- *   morselfs run.
+ *   morselfs run.  A shared mapping at an offset is page by page too.
  * - Mappings longer than the file (LMDB's map_size) raise the order; a
  *   file grows through every order while another process keeps it mapped,
  *   without EBUSY, when room was asked for in advance (a long mapping or a
@@ -322,6 +322,66 @@ TEST(programs_and_libraries_run_from_morselfs)
 	unlink(lib);
 	rmdir(libdir);
 	unlink(prog);
+}
+
+/*
+ * A shared mapping at an offset (SQLite's wal-index: 32 KiB pieces of the
+ * -shm file, each mapped at its offset by every connection) is page by
+ * page, and the same memory as the mounted mapping and the file.
+ */
+TEST(shared_at_an_offset_is_page_by_page_and_coherent)
+{
+	int fd = fresh(mpath("shm-piece"), 64 * KiB);
+	char *whole, *a, *b;
+	pid_t pid;
+	int status;
+
+	ASSERT_LE(0, fd);
+	whole = mmap(NULL, 32 * KiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, whole);
+	EXPECT_EQ(2 * MiB, vma_len(whole));		/* mounted */
+	a = mmap(NULL, 32 * KiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 32 * KiB);
+	ASSERT_NE(MAP_FAILED, a) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(32 * KiB, vma_len(a));		/* its own length */
+	EXPECT_EQ(1, st(fd).mappings);			/* only the mount */
+	a[0] = 'A';
+	EXPECT_EQ('A', whole[32 * KiB]);
+	EXPECT_EQ('A', byte_at(fd, 32 * KiB));
+	whole[32 * KiB + PG] = 'W';
+	EXPECT_EQ('W', a[PG]);
+	/* Another process's piece is the same memory. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		b = mmap(NULL, 32 * KiB, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, 32 * KiB);
+		if (b == MAP_FAILED || b[0] != 'A')
+			_exit(1);
+		b[2 * PG] = 'C';
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	EXPECT_EQ('C', a[2 * PG]);
+	/* Eviction reaches it; past the size it raises SIGBUS. */
+	ASSERT_EQ(0, morsel_evict(fd, 32 * KiB, 4 * PG));
+	EXPECT_EQ(0, a[0]);
+	EXPECT_EQ(0, whole[32 * KiB]);
+	ASSERT_EQ(0, ftruncate(fd, 40 * KiB));
+	EXPECT_EQ(SIGBUS, in_child(read_byte, a + 8 * KiB));
+	/* A read-only fd maps it read-only only (the VFS's rule). */
+	{
+		int rfd = open(mpath("shm-piece"), O_RDONLY);
+
+		ASSERT_LE(0, rfd);
+		ASSERT_ERRNO(EACCES, mmap(NULL, PG, PROT_READ | PROT_WRITE,
+					  MAP_SHARED, rfd, PG));
+		close(rfd);
+	}
+	munmap(a, 32 * KiB);
+	munmap(whole, 32 * KiB);
+	close(fd);
 }
 
 /* ---- mappings longer than the file ---- */
