@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -231,6 +232,52 @@ TEST(private_eviction_and_truncation_reach_private_mappings)
 	EXPECT_EQ(SIGBUS, in_child(read_byte, p + 10 * PG)); /* copy too */
 	munmap(p, 16 * PG);
 	close(fd);
+}
+
+/*
+ * mlock, fork and GUP (process_vm_readv) on page-by-page mappings: morsel
+ * pages are not on the LRU; mlock marks them and munlock must unmark them
+ * before the morsel frees them (a page freed mlocked is a bad-page report,
+ * which fails the run).
+ */
+TEST(page_by_page_mappings_mlock_fork_and_pins)
+{
+	int fd = patterned(mpath("priv-lock"), 16 * PG);
+	char *p, *q, buf[4];
+	struct iovec local = { buf, 4 }, remote;
+	pid_t pid;
+	int status;
+
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	q = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 8 * PG);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(0, mlock(p, 16 * PG));
+	ASSERT_EQ(0, mlock(q, 8 * PG));
+	p[PG] = 'P';				/* a copy, mlocked too */
+	q[0] = 'S';				/* the morsel's page 8 */
+	EXPECT_EQ('S', byte_at(fd, 8 * PG));
+	/* mlock of a writable private mapping copied every page already. */
+	EXPECT_EQ('i', p[8 * PG]);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(p[PG] == 'P' && q[0] == 'S' && p[2 * PG] == 'c' ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	remote.iov_base = q + PG;
+	remote.iov_len = 4;
+	ASSERT_EQ(4, process_vm_readv(getpid(), &local, 1, &remote, 1, 0));
+	EXPECT_EQ('j', buf[0]);
+	/* Evict under the locks, then unlock, unmap and free everything. */
+	ASSERT_EQ(0, morsel_evict(fd, 8 * PG, 4 * PG));
+	EXPECT_EQ(0, q[0]);
+	ASSERT_EQ(0, munlock(p, 16 * PG));
+	ASSERT_EQ(0, munmap(p, 16 * PG));
+	ASSERT_EQ(0, munmap(q, 8 * PG));
+	close(fd);
+	ASSERT_EQ(0, unlink(mpath("priv-lock")));
 }
 
 /* Run @argv with @env; its stdout into @out.  Return: exit status or -1. */
