@@ -7,16 +7,20 @@
  * Run inside the VM (tests/fuzz wraps it; $MORSEL_MNT is a mounted
  * morselfs, $MORSEL_PAGING is 4 or 5).  P worker processes (default 4)
  * perform N random operations in total (default 10000) on morsels in a
- * private directory $MORSEL_MNT/fuzz.PID: create, open/close, truncate
- * over all orders, read/write (pread, write, readv/writev), mmap with
- * every combination of rights and flags, munmap, mprotect, mremap,
- * madvise, POPULATE/EVICT/BIND ioctls, fallocate (populate and punch),
- * rename, unlink, fork with a child working on the same morsel (stopped,
- * or killed with SIGKILL), and fd passing with SCM_RIGHTS both to a child
- * and between workers; arguments are random or on the boundaries (0,
- * size-1, size, extent, extent+1, unaligned, huge, negative).  Every byte
- * read (through a mapping or read(2)), every return value and errno, and
- * MORSEL_IOC_STAT / MORSEL_IOC_MAPPINGS are checked against the model.
+ * private directory $MORSEL_MNT/fuzz.PID: create (also O_TMPFILE),
+ * open/close, truncate over all orders, read/write (pread, write,
+ * readv/writev), shared mmap with every combination of rights and flags
+ * and of lengths up to the largest extent, private mmap of any window,
+ * munmap, mprotect, mremap, madvise (splitting private mappings),
+ * POPULATE/EVICT/BIND/SET_MIN_ORDER ioctls, fallocate (populate and
+ * punch), rename, link/linkat, unlink, fork with a child working on the
+ * same morsel (stopped, or killed with SIGKILL), and fd passing with
+ * SCM_RIGHTS both to a child and between workers; arguments are random or
+ * on the boundaries (0, size-1, size, extent, extent+1, unaligned, huge,
+ * negative).  Every byte read (through a mapping or read(2)), every
+ * return value and errno, and MORSEL_IOC_STAT (order, minimum order,
+ * pages, the page tables of every level, mappings) / MORSEL_IOC_MAPPINGS
+ * are checked against the model.
  * At the end every file is removed and /sys/fs/morselfs/{pages,tables,
  * morsels} must be back to their values before the run.  The last line is
  * "fuzz: N ops, seed S, M mismatches"; the exit status is 0 only when M is
@@ -26,12 +30,30 @@
  *
  * - Slots.  There are 4 slots per worker.  A slot is a morsel-to-be with
  *   its own names ("s<slot>.<generation>") and its model, which lives in
- *   a MAP_SHARED anonymous region: size (the order follows from it), bound
- *   address, name, the contents of every page that holds a non-zero byte
- *   (a small sparse table, at most MODEL_PAGES pages; writes are kept to a
- *   few pages) and the exact set of populated pages (sorted runs), which is
- *   compared with the page count of MORSEL_IOC_STAT.  Each worker keeps its
- *   own fds and mappings (address, rights, madvise flags) privately.
+ *   a MAP_SHARED anonymous region: size, order and minimum order, bound
+ *   address, names (a hard link makes two), the contents of every page
+ *   that holds a non-zero byte (a small sparse table, at most MODEL_PAGES
+ *   pages; writes are kept to a few pages), the exact set of populated
+ *   pages (sorted runs), compared with the page count of MORSEL_IOC_STAT,
+ *   and the exact set of page tables (level and index), compared with its
+ *   table counts.  Each worker keeps its own fds and mappings (address,
+ *   length, rights, madvise flags; shared: the VMA's order; private: the
+ *   file offset, and the pages it has its own copy of) privately.
+ * - Orders (size.c).  The order is max(the size's order, the minimum
+ *   order, the orders of the shared mappings when they were made): it
+ *   rises with write, fallocate, ftruncate, SET_MIN_ORDER and a shared
+ *   mmap longer than the extent, also while mapped (EBUSY only for a
+ *   binding the new extent does not fit), adding tables above the old
+ *   root; it falls only at a size change (or the undoing of a failed
+ *   write) while no shared mapping exists, never below the minimum.  A
+ *   shared mapping keeps the extent it was made with and sees the first
+ *   extent bytes of the file; shrinking while mapped frees the pages past
+ *   the size and keeps the order and the tables.
+ * - Private mappings (file.c) see the file's page until the process
+ *   writes it; then the page is the process's own copy (struct copy, at
+ *   most MAX_COPIES).  Eviction leaves copies, truncation takes those past
+ *   the size; any first touch of a file page populates it.  They are not
+ *   counted in STAT or listed by MAPPINGS, and split like any mapping.
  * - Ownership.  A slot is owned by exactly one worker at a time and only
  *   the owner acts on the morsel or touches its model, so the workers run
  *   fully concurrently (same directory, same counters, their own files) and
@@ -57,8 +79,9 @@
  *   on whether the child has mapped yet.  Then it stops the child or kills
  *   it with SIGKILL, re-applies the writes of the list (so W is exact
  *   however far a killed child got), and populates W (so the set of
- *   populated pages is exact again).  Mappings the child inherited count
- *   as mappings of their slots (EBUSY etc.) until it is reaped.
+ *   populated pages is exact again).  Shared mappings the child inherited
+ *   count as mappings of their slots (they hold the order, keep tables
+ *   and page 0) until it is reaped; the child uses those that reach W.
  * - Mappings are accessed page by page under a SIGBUS/SIGSEGV handler
  *   (sigsetjmp/siglongjmp, SA_NODEFER): an expected fault is checked, an
  *   unexpected one is reported and the worker goes on.  After a mismatch
@@ -72,20 +95,28 @@
  *   gave each result.
  * - Memory stays bounded: writes cover at most 3 pages, populate, fallocate
  *   and MADV_POPULATE at most 4 MiB, and a slot with too many populated
- *   pages, runs or populating events (a bound on its page tables) is
- *   reset (truncated to 0 and back) by its owner.  Eviction of any length
- *   is cheap for the model (it visits only its own pages and runs).
+ *   pages, runs, tables or populating events is reset (unmapped, truncated
+ *   to 0 and back) by its owner.  Eviction of any length is cheap for the
+ *   model (it visits only its own pages, runs and tables).  MAP_FIXED is
+ *   used only inside the fuzzer's own address regions (a longer extent at
+ *   a bound address could reach the program's stack).
  *
- * Expectations follow docs/interface.md and docs/errors.md, plus the
- * errnos the VFS and mm give (fs/open.c, mm/mmap.c, mm/vma.h, mm/mremap.c,
- * mm/madvise.c, mm/gup.c); where several errors apply to one call, any of
- * them is accepted.  Populated pages are modelled as the module does it
- * (a failed write populates its page, then frees what lies past the size;
- * eviction of a mapped order-0 morsel zeroes its page instead of freeing
- * it), and any page at or past the page-rounded size must give SIGBUS
- * (docs/errors.md F1).  --lenient accepts the one way the module still
- * differs (found by this fuzzer): such a page that is populated, which a
- * mapping made after it appeared reaches without a fault.
+ * Expectations follow the module's rules (module/size.c, file.c, mount.c;
+ * docs/interface.md and docs/errors.md where they are current), plus the
+ * errnos the VFS and mm give (fs/open.c, fs/namei.c, mm/mmap.c, mm/vma.h,
+ * mm/mremap.c, mm/madvise.c, mm/gup.c); where several errors apply to one
+ * call, any of them is accepted.  Populated pages are modelled as the
+ * module does it (a failed write populates its page, then frees what lies
+ * past the size; eviction while a shared order-0 mapping exists zeroes
+ * page 0 instead of freeing it), and any page at or past the page-rounded
+ * size must give SIGBUS (docs/errors.md F1), except in a page a private
+ * mapping has its own copy of.  --lenient accepts the ways the module
+ * still differs (found by this fuzzer): (1) such a page that is
+ * populated, which a mapping that mounted it reaches without a fault (page
+ * 0 after a shrink to 0 while an order-0 mapping exists: reads zeros, and
+ * what is written there shows when the file grows again); (2) EINVAL from
+ * an mremap that has to move a private mapping (morsel_get_unmapped_area
+ * takes it for a shared one: mremap passes no MAP_PRIVATE).
  *
  * Concurrency rules inside one worker: single-threaded; the only other
  * process touching a worker's morsels is its own child, as described.
@@ -189,6 +220,7 @@ struct slot {
 	int gen;		/* for fresh names */
 	char name[40];
 	char name2[40];		/* a hard link */
+	int linkable;		/* O_TMPFILE without O_EXCL, never linked */
 	uint64_t size;
 	uint64_t bound;
 	int order;		/* the morsel's order (not a function of size) */
@@ -1183,6 +1215,19 @@ static uint64_t pick_addr(int order)
 	return HINT_BASE + below(8) * ext(3) + below(4) * ext(order);
 }
 
+/*
+ * May MAP_FIXED replace [a, a + len)?  Only inside the fuzzer's own
+ * regions: a longer extent at a bound address can reach the program's
+ * own memory (its stack), which a MAP_FIXED that fails in ->mmap would
+ * leave unmapped.
+ */
+static int fixed_ok(uint64_t a, uint64_t len)
+{
+	return (a >= BIND_BASE && a + len > a &&
+		a + len <= HINT_BASE + 16 * ext(3)) ||
+	       (a >= HINT4_BASE && a + len > a && a + len <= task_max);
+}
+
 static uint64_t bind_base(int s, int order)
 {
 	return order == 4 ? BIND4_BASE + ((uint64_t)s << 48) :
@@ -1682,9 +1727,11 @@ static void x_stat(int s, int full)
 	if (fdi < 0)
 		return;
 	note("stat slot %d%s", s, full ? "" : " (partial)");
-	if (fstat(W.fds[s][fdi].fd, &fst) || (uint64_t)fst.st_size != sl->size)
-		mismatch("fstat slot %d: size %lld, want %#" PRIx64, s,
-			 (long long)fst.st_size, sl->size);
+	if (fstat(W.fds[s][fdi].fd, &fst) || (uint64_t)fst.st_size != sl->size ||
+	    fst.st_nlink != (nlink_t)sl->named)
+		mismatch("fstat slot %d: size %lld nlink %lu, want %#" PRIx64 " and %d",
+			 s, (long long)fst.st_size, (unsigned long)fst.st_nlink,
+			 sl->size, sl->named);
 	err = morsel_stat(W.fds[s][fdi].fd, &st);
 	if (err) {
 		mismatch("MORSEL_IOC_STAT slot %d: %s", s, ename(-err));
@@ -1810,6 +1857,9 @@ static int64_t pick_size(int s)
 	};
 	uint64_t r = below(100), o, lo;
 
+	/* a mapped morsel cut to nothing: what do its mappings see? */
+	if (mapped(s) && one_in(8))
+		return 0;
 	if (r < 35)
 		return edges[below(sizeof(edges) / sizeof(edges[0]))];
 	if (r < 37)
@@ -1957,6 +2007,29 @@ static void op_create(int s)
 		want = EINVAL;
 	else if ((uint64_t)size > max_bytes)
 		want = EFBIG;
+	if (one_in(5)) {
+		/* an unnamed morsel; O_EXCL: never to be linked; O_RDONLY: EINVAL */
+		int excl = one_in(4), ro = one_in(12);
+
+		note("open(O_TMPFILE%s%s) slot %d + ftruncate %" PRId64,
+		     excl ? "|O_EXCL" : "", ro ? ", ro" : "", s, size);
+		fd = open(dir, O_TMPFILE | (ro ? O_RDONLY : O_RDWR) |
+			  (excl ? O_EXCL : 0) | O_CLOEXEC, 0644);
+		if (!check("open(O_TMPFILE)", fd, ro ? EINVAL : 0, 0))
+			return;
+		if (ro) {	/* unexpected success */
+			close(fd);
+			return;
+		}
+		sl->live = 1;
+		sl->named = 0;
+		sl->linkable = !excl;
+		m_new(sl, 0);
+		add_fd(s, fd, O_RDWR);
+		x_truncate(s, W.nfds[s] - 1, size);
+		return;
+	}
+	sl->linkable = 0;
 	if (one_in(2)) {
 		note("morsel_create slot %d %s size %" PRId64, s, name, size);
 		fd = morsel_create(path(name), size, 0644);
@@ -1994,6 +2067,7 @@ static void op_open(int s)
 	struct slot *sl = S(s);
 	int mode = modes[below(5)], extra = 0, want = 0, fd;
 	uint64_t r = below(20);
+	const char *name;
 
 	if (!sl->named) {
 		note("open slot %d: a name that does not exist", s);
@@ -2012,10 +2086,11 @@ static void op_open(int s)
 		want = EINVAL;
 	else if (extra & O_EXCL)
 		want = EEXIST;
-	note("open slot %d %s %s%s", s, sl->name, mname(mode),
+	name = sl->named == 2 && one_in(2) ? sl->name2 : sl->name;
+	note("open slot %d %s %s%s", s, name, mname(mode),
 	     extra == O_TRUNC ? " O_TRUNC" : extra == O_DIRECT ? " O_DIRECT" :
 	     extra ? " O_CREAT|O_EXCL" : "");
-	fd = open(path(sl->name), mode | extra | O_CLOEXEC, 0644);
+	fd = open(path(name), mode | extra | O_CLOEXEC, 0644);
 	if (!check("open", fd, want, 0))
 		return;
 	if (want) {		/* unexpected success */
@@ -2191,6 +2266,8 @@ static void mmap_shared(int s, int fdi, int prot)
 		hint = pick_addr(vo < 0 ? order : vo) + (place == 9 ? PG : 0);
 	if (place == 5 && one_in(2))
 		hint += PG;	/* a hint is rounded up */
+	if ((place == 7 || place == 9) && !fixed_ok(PDOWN(hint), E))
+		place = 5;
 	if (place == 7 || place == 9)
 		flags |= MAP_FIXED;
 	else if (place == 8)
@@ -2316,6 +2393,8 @@ static void mmap_private(int s, int fdi, int prot)
 	L = PALIGN(len);
 	if (place >= 6)
 		hint = pick_addr(0) + PG * below(16) + (place == 9 ? 1 : 0);
+	if ((place == 7 || place == 9) && !fixed_ok(PDOWN(hint), L))
+		place = 6;
 	if (place == 7 || place == 9)
 		flags |= MAP_FIXED;
 	else if (place == 8)
@@ -3079,6 +3158,14 @@ static void op_min_order(int s)
 	m_raise(sl, order);
 }
 
+/* One name of @sl went (unlink, a rename over it): @second or the first. */
+static void lose_name(struct slot *sl, int second)
+{
+	if (sl->named == 2 && !second)
+		memcpy(sl->name, sl->name2, sizeof(sl->name));
+	sl->named--;
+}
+
 static void op_rename(int s)
 {
 	struct slot *sl = S(s), *tl;
@@ -3117,8 +3204,8 @@ static void op_rename(int s)
 		if (!check("rename over", rename(path(sl->name),
 						 path(tl->name)), 0, 0))
 			return;
-		tl->named = 0;
 		snprintf(sl->name, sizeof(sl->name), "%s", tl->name);
+		lose_name(tl, 0);
 		check_dead(t);
 		fresh_name(s, name, sizeof(name));
 		if (check("rename back", rename(path(sl->name),
@@ -3151,6 +3238,7 @@ static void op_rename(int s)
 static void op_unlink(int s)
 {
 	struct slot *sl = S(s);
+	int second;
 
 	if (!sl->named) {
 		note("unlink slot %d: a name that does not exist", s);
@@ -3158,11 +3246,57 @@ static void op_unlink(int s)
 		      ENOENT, 0);
 		return;
 	}
-	note("unlink slot %d %s", s, sl->name);
-	if (check("unlink", unlink(path(sl->name)), 0, 0)) {
-		sl->named = 0;
+	second = sl->named == 2 && one_in(2);
+	note("unlink slot %d %s", s, second ? sl->name2 : sl->name);
+	if (check("unlink", unlink(path(second ? sl->name2 : sl->name)), 0, 0)) {
+		lose_name(sl, second);
 		check_dead(s);
 	}
+}
+
+/*
+ * A second name (link, or linkat of an fd with AT_EMPTY_PATH); an unnamed
+ * morsel gets its first one if it is an O_TMPFILE never linked (ENOENT
+ * otherwise, as the VFS has it); a name that exists: EEXIST.
+ */
+static void op_link(int s)
+{
+	struct slot *sl = S(s), *tl;
+	int fdi = pick_fd(s, 0), want = 0, t = W.owned[below(NFILES)];
+	char name[40];
+	long r;
+
+	fresh_name(s, name, sizeof(name));
+	tl = S(t);
+	if (sl->named == 2 || (sl->named && tl->named && one_in(6))) {
+		const char *to = sl->named == 2 && one_in(2) ? sl->name2 :
+				 tl->named ? tl->name : sl->name;
+
+		note("link slot %d %s to an existing name %s", s, sl->name, to);
+		check("link to an existing name", link(path(sl->name), path(to)),
+		      EEXIST, 0);
+		return;
+	}
+	if (fdi >= 0 && (!sl->named || one_in(2))) {
+		if (!sl->named && !sl->linkable)
+			want = ENOENT;
+		note("linkat slot %d fd %s AT_EMPTY_PATH to %s (%s)", s,
+		     mname(W.fds[s][fdi].mode), name, sl->named ? "named" :
+		     sl->linkable ? "O_TMPFILE" : "unlinked");
+		r = linkat(W.fds[s][fdi].fd, "", AT_FDCWD, path(name),
+			   AT_EMPTY_PATH);
+	} else if (sl->named) {
+		note("link slot %d %s to %s", s, sl->name, name);
+		r = link(path(sl->name), path(name));
+	} else {
+		return;
+	}
+	if (!check("link", r, want, 0) || want)
+		return;
+	snprintf(sl->named ? sl->name2 : sl->name, sizeof(sl->name), "%s",
+		 name);
+	sl->named++;
+	sl->linkable = 0;
 }
 
 static void op_maccess(int s, int write)
@@ -3950,7 +4084,7 @@ enum {
 	OP_OPEN, OP_CLOSE, OP_TRUNC, OP_WRITE, OP_READ, OP_MMAP, OP_MUNMAP,
 	OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_POPULATE, OP_EVICT, OP_PUNCH,
 	OP_FALLOC, OP_BIND, OP_RENAME, OP_UNLINK, OP_LOAD, OP_STORE, OP_EXEC,
-	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, NOPS
+	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, OP_LINK, NOPS
 };
 
 static const int weight[NOPS] = {
@@ -3960,6 +4094,7 @@ static const int weight[NOPS] = {
 	[OP_PUNCH] = 4, [OP_FALLOC] = 3, [OP_BIND] = 2, [OP_RENAME] = 2,
 	[OP_UNLINK] = 1, [OP_LOAD] = 12, [OP_STORE] = 10, [OP_EXEC] = 1,
 	[OP_STAT] = 5, [OP_CHILD] = 2, [OP_CREATE] = 1, [OP_MINORDER] = 2,
+	[OP_LINK] = 2,
 };
 
 static int pick_op(void)
@@ -4032,6 +4167,7 @@ static void one_op(void)
 	case OP_CREATE: op_create(s); break;
 	case OP_STAT: op_stat(s); break;
 	case OP_MINORDER: op_min_order(s); break;
+	case OP_LINK: op_link(s); break;
 	default: x_stat(s, 1);
 	}
 }
@@ -4078,6 +4214,10 @@ static void worker_main(int id, uint64_t nops, uint64_t handoff_limit)
 			x_stat(s, 1);
 		unmap_all(s);
 		close_all(s);
+		if (S(s)->named == 2) {
+			note("unlink slot %d %s", s, S(s)->name2);
+			check("unlink", unlink(path(S(s)->name2)), 0, 0);
+		}
 		if (S(s)->named) {
 			note("unlink slot %d %s", s, S(s)->name);
 			check("unlink", unlink(path(S(s)->name)), 0, 0);
