@@ -11,8 +11,11 @@ VERSION := 1.0.0
 SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
-BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/kvm_test bench/demo bench/bench
+BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
 BINS    += tests/fuzz_bin
+# tests/programs_test runs these from morselfs (a program and its own
+# shared library, found through LD_LIBRARY_PATH).
+BINS    += tests/programs/hello tests/programs/libmsl.so
 # New tests use the kernel's kselftest harness, from the built kernel tree.
 KSFT     = $(shell scripts/kernel-build)/tools/testing/selftests
 
@@ -87,8 +90,17 @@ tests/errors_test: tests/errors_test.c tests/ksft_util.h $(LIB)
 tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
+tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
 tests/kvm_test: tests/kvm_test.c $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -o $@ $< $(LIB) $(LDLIBS)
+
+tests/programs/libmsl.so: tests/programs/libmsl.c
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
+
+tests/programs/hello: tests/programs/hello.c tests/programs/libmsl.so
+	$(CC) $(CFLAGS) -o $@ $< -Ltests/programs -lmsl
 
 bench/demo: bench/demo.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt

@@ -10,12 +10,14 @@
  * holds and grow the file later).  A bound morsel (ioctl.c) is always
  * mapped at its address.
  *
- * A private mmap is an ordinary file mapping of any length and offset: it
- * faults page by page (morsel_private_fault takes a reference on the
- * morsel's page, populating it if needed) and the generic code copies a
- * page on the first write, so the morsel never changes.  Eviction and
- * truncation zap private mappings (morsel_zap_private) after the pages
- * left the tree.
+ * A private mmap, and a shared one at an offset (SQLite maps its -shm file
+ * in 32 KiB pieces at their offsets), is an ordinary file mapping of any
+ * length: it faults page by page (morsel_paged_fault takes a reference on
+ * the morsel's page, populating it if needed).  For a private mapping the
+ * generic code copies a page on the first write, so the morsel never
+ * changes; a shared one writes the morsel's page itself.  Eviction and
+ * truncation zap these mappings (morsel_zap_paged) after the pages left
+ * the tree.
  *
  * read and write copy page by page between the user buffer and the
  * morsel's pages; holes read as zeros and writes populate.  A write past
@@ -24,11 +26,11 @@
  * Locking: read takes the inode lock shared, write, fallocate and eviction
  * take it exclusive.  That keeps the tree from shrinking under a reader and
  * orders size changes (tree.c relies on it).  Eviction also takes the
- * invalidate lock exclusive (a private fault holds it shared while it
+ * invalidate lock exclusive (a page-by-page fault holds it shared while it
  * walks the tree and takes its page reference), then m->lock.  A user
  * buffer that is itself a morsel mapping may fault while the inode lock is
- * held: a shared fault takes no lock of ours, a private one the invalidate
- * lock shared, which is never held exclusive around a user copy.
+ * held: a mounted fault takes no lock of ours, a page-by-page one the
+ * invalidate lock shared, which is never held exclusive around a user copy.
  */
 #include <linux/fs.h>
 #include <linux/falloc.h>
@@ -48,15 +50,16 @@ static struct morsel *file_morsel(struct file *file)
 	return file_inode(file)->i_private;
 }
 
-/* ---- private mappings ---- */
+/* ---- page-by-page mappings (private, or shared at an offset) ---- */
 
 /*
  * The page at the faulting offset, populated if it is a hole (the file's
  * content does not change: a hole reads as zeros either way), with a
- * reference for the mapping.  The generic code maps it read-only and
- * copies it on a write fault.  Past the size: SIGBUS, as on any file.
+ * reference for the mapping.  For a private mapping the generic code maps
+ * it read-only and copies it on a write fault; a shared one maps the page
+ * itself.  Past the size: SIGBUS, as on any file.
  */
-static vm_fault_t morsel_private_fault(struct vm_fault *vmf)
+static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 {
 	struct inode *inode = file_inode(vmf->vma->vm_file);
 	struct morsel *m = inode->i_private;
@@ -81,55 +84,62 @@ out:
 	return ret;
 }
 
-/* Count private VMAs, so that eviction knows whether to zap any. */
-static void morsel_private_open(struct vm_area_struct *vma)
+/* Count page-by-page VMAs, so that eviction knows whether to zap any. */
+static void morsel_paged_open(struct vm_area_struct *vma)
 {
-	atomic_inc(&file_morsel(vma->vm_file)->nr_private);
+	atomic_inc(&file_morsel(vma->vm_file)->nr_paged);
 }
 
-static void morsel_private_close(struct vm_area_struct *vma)
+static void morsel_paged_close(struct vm_area_struct *vma)
 {
-	atomic_dec(&file_morsel(vma->vm_file)->nr_private);
+	atomic_dec(&file_morsel(vma->vm_file)->nr_paged);
 }
 
-static const struct vm_operations_struct morsel_private_vm_ops = {
-	.open = morsel_private_open,
-	.close = morsel_private_close,
-	.fault = morsel_private_fault,
+static const struct vm_operations_struct morsel_paged_vm_ops = {
+	.open = morsel_paged_open,
+	.close = morsel_paged_close,
+	.fault = morsel_paged_fault,
 };
 
 /**
- * morsel_zap_private - unmap the morsel's pages from private mappings
+ * morsel_zap_paged - unmap the morsel's pages from page-by-page mappings
  * @inode:     the morsel's inode
  * @start:     first byte (page aligned)
  * @end:       end byte (page aligned), or 0 for all pages from @start on
  * @even_cows: the private copies too (truncation)
  *
  * After eviction or truncation took the pages out of the tree, so that
- * private mappings fault the new content (or SIGBUS past the size).
- * unmap_mapping_range() also visits the shared VMAs, whose mount entries
+ * these mappings fault the new content (or SIGBUS past the size).
+ * unmap_mapping_range() also visits the mounted VMAs, whose mount entries
  * it clears (->pgtable_unmount); they refault them, so this is skipped
- * when there is no private mapping.  Caller holds the invalidate lock.
+ * when there is no page-by-page mapping.  Caller holds the invalidate
+ * lock.
  */
-void morsel_zap_private(struct inode *inode, loff_t start, loff_t end,
-			bool even_cows)
+void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
+		      bool even_cows)
 {
 	struct morsel *m = inode->i_private;
 
-	if (atomic_read(&m->nr_private) && (!end || start < end))
+	if (atomic_read(&m->nr_paged) && (!end || start < end))
 		unmap_mapping_range(inode->i_mapping, start,
 				    end ? end - start : 0, even_cows);
 }
 
 /* ---- mmap ---- */
 
+/* Is an mmap with these flags and offset mounted (or page by page)? */
+static bool mounted_mmap(unsigned long flags, unsigned long pgoff)
+{
+	return (flags & MAP_TYPE) != MAP_PRIVATE && !pgoff;
+}
+
 static unsigned long morsel_mmap_len(struct file *file, unsigned long len,
-				     unsigned long flags)
+				     unsigned long flags, unsigned long pgoff)
 {
 	unsigned int order = READ_ONCE(file_morsel(file)->order);
 	int want = morsel_order_for_size(len);
 
-	if ((flags & MAP_TYPE) == MAP_PRIVATE)
+	if (!mounted_mmap(flags, pgoff))
 		return len;
 	if (want < 0 || want > morsel_max_order())
 		return -EINVAL;
@@ -149,10 +159,10 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
 	unsigned long area, hint = 0;
 	u64 extent;
 
-	if ((flags & MAP_TYPE) == MAP_PRIVATE)
+	if (!mounted_mmap(flags, pgoff))
 		return mm_get_unmapped_area(mm, file, addr, len, pgoff, flags);
 	/* mmap_len made it one extent (mremap keeps the VMA's length). */
-	if (pgoff || order < 0 || len != morsel_extent(order))
+	if (order < 0 || len != morsel_extent(order))
 		return -EINVAL;
 	extent = len;
 	if (bound) {
@@ -195,14 +205,12 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
  */
 static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	if (!(vma->vm_flags & VM_MAYSHARE)) {
-		vma->vm_ops = &morsel_private_vm_ops;
-		atomic_inc(&file_morsel(file)->nr_private);
+	if (!(vma->vm_flags & VM_MAYSHARE) || vma->vm_pgoff) {
+		vma->vm_ops = &morsel_paged_vm_ops;
+		atomic_inc(&file_morsel(file)->nr_paged);
 		file_accessed(file);
 		return 0;
 	}
-	if (vma->vm_pgoff)
-		return -EINVAL;
 	if (!(vma->vm_flags & (VM_READ | VM_WRITE)) || vma_pkey(vma))
 		return -EACCES;
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
@@ -338,8 +346,8 @@ out:
  * Partial pages at the edges are zeroed; whole pages are freed (a partial
  * last page of the file counts as whole).  A mapped morsel keeps its tables
  * and every mapper's TLB is flushed (tree.c); an unmapped one also loses
- * the tables the range covers.  Private mappings lose the pages too
- * (their own copies stay).  Caller holds the inode lock exclusively.
+ * the tables the range covers.  Page-by-page mappings lose the pages too
+ * (private copies stay).  Caller holds the inode lock exclusively.
  */
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 {
@@ -363,7 +371,7 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 	else
 		morsel_free_range(m, first, last);
 	mutex_unlock(&m->lock);
-	morsel_zap_private(inode, first, last, false);
+	morsel_zap_paged(inode, first, last, false);
 	filemap_invalidate_unlock(inode->i_mapping);
 	return 0;
 }

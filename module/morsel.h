@@ -62,9 +62,10 @@ struct morsel_sb {
  * @root:       entry for the root: a table entry pointing at the level-@order
  *              table (order >= 1) or a leaf PTE for the data page (order 0);
  *              0 while nothing is populated.  Filled with cmpxchg.
- * @maps:       struct morsel_map of every shared VMA mapping the morsel.
+ * @maps:       struct morsel_map of every mounted VMA (shared, offset 0).
  * @nr_maps:    length of @maps.
- * @nr_private: private (MAP_PRIVATE) VMAs of the morsel (file.c).
+ * @nr_paged:   page-by-page VMAs (MAP_PRIVATE, or shared at an offset;
+ *              file.c).
  * @bound:      address every mapping must use, or 0.
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
@@ -78,7 +79,7 @@ struct morsel {
 	mentry_t root;
 	struct list_head maps;
 	unsigned int nr_maps;
-	atomic_t nr_private;
+	atomic_t nr_paged;
 	u64 bound;
 	atomic_long_t nr_pages;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
@@ -86,7 +87,7 @@ struct morsel {
 };
 
 /**
- * struct morsel_map - one shared VMA mapping a morsel (vma->vm_private_data)
+ * struct morsel_map - one mounted VMA of a morsel (vma->vm_private_data)
  * @node:    in morsel->maps, under morsel->lock.
  * @vma:     the VMA; valid while on the list (->close removes it).
  * @morsel:  the morsel.
@@ -134,8 +135,8 @@ bool morsel_top_level_mount(unsigned int order);
 /* file.c */
 extern const struct file_operations morsel_fops;
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
-void morsel_zap_private(struct inode *inode, loff_t start, loff_t end,
-			bool even_cows);
+void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
+		      bool even_cows);
 
 /* ioctl.c */
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -63,8 +63,8 @@
  * (map->order) never changes, and the morsel's order cannot fall below it
  * while the VMA exists (nr_maps > 0).
  *
- * Private (MAP_PRIVATE) VMAs are ordinary file mappings (file.c) and are
- * not on the list.
+ * Private VMAs, and shared ones at an offset, are ordinary file mappings
+ * (file.c) and are not on the list.
  */
 #include <linux/fs.h>
 #include <linux/mm.h>

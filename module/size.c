@@ -16,7 +16,7 @@
  *
  * Locking: i_rwsem (held by the VFS around setattr and by file.c around
  * writes) orders size changes; the invalidate lock, taken exclusively
- * inside it, keeps faults of private mappings out while pages or tables
+ * inside it, keeps faults of page-by-page mappings out while pages or tables
  * are freed; m->lock (inside both) orders order changes against new
  * mappings (nr_maps is raised under it).  Charges are cmpxchg loops on the
  * instance's counters; the limits change under s_umount (remount, fs.c).
@@ -136,7 +136,8 @@ int morsel_grow_order(struct morsel *m, loff_t size)
 /*
  * Lower @m to the order its size and minimum want, if no shared mapping
  * holds it up.  Caller holds the inode lock and the invalidate lock
- * exclusively (private faults walk the tree under it shared) and m->lock.
+ * exclusively (page-by-page faults walk the tree under it shared) and
+ * m->lock.
  */
 static void fit(struct morsel *m, loff_t size)
 {
@@ -169,9 +170,9 @@ void morsel_fit_order(struct inode *inode)
  * Growing raises the order when the size needs it, also while mapped.
  * Shrinking frees what was cut off and zeroes the rest of the last page;
  * while shared mappings exist their tables stay (and so does the order),
- * otherwise the order falls to the one the size needs.  Private mappings
- * lose their pages past the size, copies included (SIGBUS there, as on
- * any file).  Caller holds the inode lock.
+ * otherwise the order falls to the one the size needs.  Page-by-page
+ * mappings lose their pages past the size, private copies included
+ * (SIGBUS there, as on any file).  Caller holds the inode lock.
  * Return: 0, -EFBIG, -EBUSY (bound), -ENOSPC or -ENOMEM.
  */
 int morsel_resize(struct inode *inode, loff_t size)
@@ -203,7 +204,7 @@ int morsel_resize(struct inode *inode, loff_t size)
 out:
 	mutex_unlock(&m->lock);
 	if (!err && size < old)
-		morsel_zap_private(inode, PAGE_ALIGN(size), 0, true);
+		morsel_zap_paged(inode, PAGE_ALIGN(size), 0, true);
 	filemap_invalidate_unlock(inode->i_mapping);
 	return err;
 }

@@ -21,7 +21,7 @@
  *   CMPXCHG), so the zeroed contents are visible before the entry to other
  *   CPUs and to the page walker.  The loser of a race frees its copy and
  *   continues with the winner's.  Populating callers hold either a shared
- *   mapping (faults), the invalidate lock shared (faults of private
+ *   mapping (faults), the invalidate lock shared (faults of page-by-page
  *   mappings, file.c) or the inode lock (read, write, fallocate, ioctls).
  * - The order rises under m->lock while faults may walk the tree: the old
  *   root becomes entry 0 of the new top table, so every table and page

@@ -207,6 +207,7 @@ TEST(stat_ignores_output_fields)
 	EXPECT_EQ(1, st.tables[0]);
 	EXPECT_EQ(0, st.mappings);
 	EXPECT_EQ(0, st.bound);
+	EXPECT_EQ(0, st.min_order);
 	close(fd);
 }
 

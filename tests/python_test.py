@@ -285,13 +285,19 @@ class MorselTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 m.resize(-1)
             self.assertErrno(errno.EFBIG, m.resize, 1 << 60)
-            with m.map():
+            e = self.assertErrno(errno.EFBIG, m.resize, 1 << 60)
+            self.assertEqual(e.filename, p)
+            with m.map() as mp:
                 m.resize(PG)                            # inside the extent
-                e = self.assertErrno(errno.EBUSY, m.resize, 2 * MiB)
-                self.assertEqual(e.filename, p)
-                self.assertErrno(errno.EBUSY, m.resize, 10)
+                m.resize(2 * MiB)                       # the order rises
+                self.assertEqual(m.stat().order, 1)
+                self.assertEqual(mp.length, PG)         # the mapping keeps its
+                m.resize(10)                            # shrinks, order kept
+                self.assertEqual((m.stat().order, m.stat().size), (1, 10))
             m.resize(2 * MiB)
             self.assertEqual(m.stat().order, 1)
+            m.resize(100)
+            self.assertEqual(m.stat().order, 0)         # unmapped: it falls
         with morsel.open(p, os.O_RDONLY) as m:
             self.assertErrno(errno.EINVAL, m.resize, PG)    # Q5
 
@@ -492,8 +498,14 @@ class MorselTest(unittest.TestCase):
                 m.set_min_order(-1)
             self.assertErrno(errno.EINVAL, m.set_min_order,
                              morsel.MAX_ORDER + 1)
-            m.set_min_order(2)
-            self.assertGreaterEqual(m.stat().order, 2)
+            with m.map() as mp:                         # an order-0 mapping
+                m.set_min_order(2)
+                self.assertEqual((m.stat().order, m.stat().min_order), (2, 2))
+                self.assertEqual(mp.length, PG)
+            m.resize(10)
+            self.assertEqual(m.stat().order, 2)         # never below it
+            with m.map() as mp:
+                self.assertEqual(mp.length, GiB)
         m.close()
         with self.assertRaises(ValueError):
             m.set_min_order(1)

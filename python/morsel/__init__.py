@@ -101,9 +101,11 @@ class Stat:
     ``order``: current order (0..MAX_ORDER); ``extent``: bytes the order
     covers, ``4096 << (9 * order)``; ``size``: the file size; ``pages``:
     populated 4 KiB data pages; ``tables``: page-table pages per level,
-    ``(PTE, PMD, PUD, P4D)``; ``mappings``: VMAs that map the morsel now;
-    ``bound``: the address set by :meth:`Morsel.bind`, or 0; ``flags``: the
-    structure's flags word (0).
+    ``(PTE, PMD, PUD, P4D)``; ``mappings``: shared VMAs that map the
+    morsel now (private ones are not counted); ``bound``: the address set
+    by :meth:`Morsel.bind`, or 0; ``min_order``: the order set by
+    :meth:`Morsel.set_min_order` (0 if none); ``flags``: the structure's
+    flags word (0).
     """
     order: int
     extent: int
@@ -113,6 +115,7 @@ class Stat:
     mappings: int
     bound: int
     flags: int
+    min_order: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,13 +263,16 @@ class Morsel:
         _check(_lib.stat(self.fileno(), ctypes.byref(st)), self.path)
         return Stat(order=st.order, extent=st.extent, size=st.size,
                     pages=st.pages, tables=tuple(st.tables),
-                    mappings=st.mappings, bound=st.bound, flags=st.flags)
+                    mappings=st.mappings, bound=st.bound, flags=st.flags,
+                    min_order=st.min_order)
 
     def resize(self, size):
         """Set the file size (and with it the order).
 
-        Keeps the data below the new size.  While mapped, only growth inside
-        the current extent is allowed (else ``OSError(EBUSY)``).
+        Keeps the data below the new size.  The order rises when the size
+        needs it, also while mapped (existing mappings keep their extent);
+        it falls only when nothing maps the morsel.  ``OSError(EBUSY)`` only
+        for a bound morsel whose address the larger extent does not fit.
         """
         _check(_lib.resize(self.fileno(), _u64("size", size)), self.path)
 
@@ -332,7 +338,8 @@ class Morsel:
 
     def set_min_order(self, order):
         """Set the smallest order the morsel keeps (libmorsel's
-        ``morsel_set_min_order``).
+        ``morsel_set_min_order``): room to grow while mapped.  The order
+        rises to it at once, mapped or not, and never falls below it.
 
         Raises NotImplementedError when the loaded libmorsel predates the
         function; kernel errors as OSError.

@@ -36,7 +36,8 @@ class MorselStat(ctypes.Structure):
         ("tables", _u64 * MORSEL_TABLE_LEVELS),
         ("mappings", _u64),
         ("bound", _u64),
-        ("reserved", _u64 * 7),
+        ("min_order", _u64),
+        ("reserved", _u64 * 6),
     ]
 
 
