@@ -10,8 +10,9 @@
  * private directory $MORSEL_MNT/fuzz.PID: create (also O_TMPFILE),
  * open/close, truncate over all orders, read/write (pread, write,
  * readv/writev), shared mmap with every combination of rights and flags
- * and of lengths up to the largest extent, private mmap of any window,
- * munmap, mprotect, mremap, madvise (splitting private mappings),
+ * and of lengths up to the largest extent, private mmap and shared mmap
+ * at an offset (page by page) of any window, munmap, mprotect, mremap,
+ * madvise (splitting page-by-page mappings),
  * POPULATE/EVICT/BIND/SET_MIN_ORDER ioctls, fallocate (populate and
  * punch), rename, link/linkat, unlink, fork with a child working on the
  * same morsel (stopped, or killed with SIGKILL), and fd passing with
@@ -37,8 +38,9 @@
  *   pages (sorted runs), compared with the page count of MORSEL_IOC_STAT,
  *   and the exact set of page tables (level and index), compared with its
  *   table counts.  Each worker keeps its own fds and mappings (address,
- *   length, rights, madvise flags; shared: the VMA's order; private: the
- *   file offset, and the pages it has its own copy of) privately.
+ *   length, rights, madvise flags; mounted: the VMA's order; page by
+ *   page: the file offset, and for a private one the pages it has its own
+ *   copy of) privately.
  * - Orders (size.c).  The order is max(the size's order, the minimum
  *   order, the orders of the shared mappings when they were made): it
  *   rises with write, fallocate, ftruncate, SET_MIN_ORDER and a shared
@@ -49,11 +51,13 @@
  *   shared mapping keeps the extent it was made with and sees the first
  *   extent bytes of the file; shrinking while mapped frees the pages past
  *   the size and keeps the order and the tables.
- * - Private mappings (file.c) see the file's page until the process
- *   writes it; then the page is the process's own copy (struct copy, at
- *   most MAX_COPIES).  Eviction leaves copies, truncation takes those past
- *   the size; any first touch of a file page populates it.  They are not
- *   counted in STAT or listed by MAPPINGS, and split like any mapping.
+ * - Page-by-page mappings (file.c): MAP_PRIVATE ones, and MAP_SHARED ones
+ *   at an offset other than 0 (those are the file's pages themselves).  A
+ *   private one sees the file's page until the process writes it; then
+ *   the page is the process's own copy (struct copy, at most MAX_COPIES).
+ *   Eviction leaves copies, truncation takes those past the size; any
+ *   first touch of a file page populates it.  They are not counted in
+ *   STAT or listed by MAPPINGS, hold no order, and split like any mapping.
  * - Ownership.  A slot is owned by exactly one worker at a time and only
  *   the owner acts on the morsel or touches its model, so the workers run
  *   fully concurrently (same directory, same counters, their own files) and
@@ -115,8 +119,9 @@
  * populated, which a mapping that mounted it reaches without a fault (page
  * 0 after a shrink to 0 while an order-0 mapping exists: reads zeros, and
  * what is written there shows when the file grows again); (2) EINVAL from
- * an mremap that has to move a private mapping (morsel_get_unmapped_area
- * takes it for a shared one: mremap passes no MAP_PRIVATE).
+ * an mremap that has to move a private mapping at offset 0
+ * (morsel_get_unmapped_area takes it for a mounted one: mremap passes no
+ * MAP_PRIVATE).
  *
  * Concurrency rules inside one worker: single-threaded; the only other
  * process touching a worker's morsels is its own child, as described.
@@ -234,7 +239,7 @@ struct slot {
 	struct mpage pages[MODEL_PAGES];
 };
 
-#define TALLY 96
+#define TALLY 128
 
 struct wstat {
 	uint64_t ops;
@@ -266,10 +271,20 @@ struct mapent {
 	int prot;
 	int dontfork;
 	int huge;		/* 0, 1: MADV_HUGEPAGE, 2: MADV_NOHUGEPAGE */
-	int priv;		/* MAP_PRIVATE: an ordinary file mapping */
-	int vorder;		/* shared: the VMA's order; len is its extent */
-	uint64_t off;		/* private: file offset of addr (shared: 0) */
+	int paged;		/* page by page: private, or shared at an offset */
+	int priv;		/* MAP_PRIVATE (paged, with copies) */
+	int maywrite;		/* paged shared: the fd could write */
+	int vorder;		/* mounted: the VMA's order; len is its extent */
+	uint64_t off;		/* file offset of addr (mounted: 0) */
 };
+
+/* Kinds of mapping (add_map): mounted, private, shared page by page. */
+enum { MK_MOUNTED, MK_PRIVATE, MK_PAGED };
+
+static const char *mkind(const struct mapent *m)
+{
+	return m->priv ? "private" : m->paged ? "paged shared" : "shared";
+}
 
 /* A page a process wrote through a private mapping: its own copy. */
 struct copy {
@@ -293,6 +308,8 @@ struct child {
 	int fdi;			/* parent's RW fd index (inherited) */
 	int pass, pass_mode, sock;	/* fd passed over a socket */
 	int newmap, newprot, newexp;	/* child maps again: expectation */
+	int priv, pprot;		/* child maps W privately too */
+	uint64_t paddr;			/* there (set in the child) */
 	int nmaps;			/* child's mappings: inherited + new */
 	struct mapent maps[MAPS_ROOM + 1];
 	int holds[MAXSLOTS];		/* inherited shared mappings per slot */
@@ -864,7 +881,7 @@ static void m_lower(struct slot *sl, int order)
 
 /* ---- per-worker fds and mappings ---- */
 
-/* Own mappings of @s: @kind 0 all, 1 shared, 2 private, 3 shared of order 0. */
+/* Own mappings of @s: @kind 0 all, 1 mounted, 2 paged, 3 mounted of order 0. */
 static int own_maps_kind(int s, int kind)
 {
 	int i, n = 0;
@@ -872,9 +889,9 @@ static int own_maps_kind(int s, int kind)
 	for (i = 0; i < W.nmaps; i++) {
 		struct mapent *m = &W.maps[i];
 
-		if (m->slot != s || (kind == 1 && m->priv) ||
-		    (kind == 2 && !m->priv) ||
-		    (kind == 3 && (m->priv || m->vorder)))
+		if (m->slot != s || (kind == 1 && m->paged) ||
+		    (kind == 2 && !m->paged) ||
+		    (kind == 3 && (m->paged || m->vorder)))
 			continue;
 		n++;
 	}
@@ -1092,7 +1109,7 @@ static void unmap_model(uint64_t a, uint64_t len)
 		if (mend <= a || m->addr >= end)
 			continue;
 		dead[nd++] = m->slot;
-		if (!m->priv || (m->addr >= a && mend <= end)) {
+		if (!m->paged || (m->addr >= a && mend <= end)) {
 			drop_map(i--);
 			continue;
 		}
@@ -1198,7 +1215,7 @@ static int partial_overlap(uint64_t a, uint64_t len)
 	for (i = 0; i < W.nmaps; i++) {
 		struct mapent *m = &W.maps[i];
 
-		if (!m->priv && m->addr < a + len && a < m->addr + m->len &&
+		if (!m->paged && m->addr < a + len && a < m->addr + m->len &&
 		    (m->addr < a || m->addr + m->len > a + len))
 			return 1;
 	}
@@ -1226,6 +1243,41 @@ static int fixed_ok(uint64_t a, uint64_t len)
 	return (a >= BIND_BASE && a + len > a &&
 		a + len <= HINT_BASE + 16 * ext(3)) ||
 	       (a >= HINT4_BASE && a + len > a && a + len <= task_max);
+}
+
+/*
+ * Is [a, a + len) free in this process, the fuzzer's own mappings and the
+ * program's alike?  (A long extent at a bound address may reach the
+ * program's stack or libraries: mmap gives EEXIST then.)  Probed with a
+ * MAP_FIXED_NOREPLACE reservation that is removed again.
+ */
+static int range_free(uint64_t a, uint64_t len)
+{
+	void *p;
+
+	if (!len || a + len < a || a + len > task_max)
+		return 0;
+	p = mmap((void *)(uintptr_t)a, len, PROT_NONE, MAP_PRIVATE |
+		 MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	if ((uintptr_t)p != a) {	/* a kernel without NOREPLACE */
+		munmap(p, len);
+		return 0;
+	}
+	munmap(p, len);
+	return 1;
+}
+
+/*
+ * Does a free hint get used (x86 mmap_address_hint_valid: inside the
+ * address space, and not across the 47-bit default window)?
+ */
+static int hint_used(uint64_t a, uint64_t len)
+{
+	uint64_t window = (1ULL << 47) - PG;
+
+	return (a > window) == (a + len > window) && range_free(a, len);
 }
 
 static uint64_t bind_base(int s, int order)
@@ -1305,7 +1357,7 @@ static int expect_access(struct mapent *m, uint64_t rel, int write)
 	if (m->priv && cp_find(PDOWN(m->addr + rel)))
 		return 0;
 	if (fo >= PALIGN(sl->size)) {
-		if (lenient && !m->priv && runs_has(sl, fo / PG))
+		if (lenient && !m->paged && runs_has(sl, fo / PG))
 			return ANY_SIG;
 		return SIGBUS;
 	}
@@ -1323,8 +1375,8 @@ static void cmp_map(const char *what, struct mapent *m, uint64_t rel,
 		i++;
 	mismatch("%s: byte at offset %#" PRIx64 " (file offset %#" PRIx64
 		 ") of slot %d through %s map %#" PRIx64 " (%s): got %#x, want %#x",
-		 what, rel + i, m->off + rel + i, m->slot,
-		 m->priv ? "private" : "shared", m->addr, whose, iobuf[i],
+		 what, rel + i, m->off + rel + i, m->slot, mkind(m), m->addr,
+		 whose, iobuf[i],
 		 want[i]);
 }
 
@@ -1363,8 +1415,8 @@ static void x_access(struct mapent *m, uint64_t rel, uint64_t len, int write,
 				 ", populated %d, %s map %#" PRIx64 "+%#" PRIx64
 				 " prot %d): got %s, want %s", what,
 				 write ? "write" : "read", rel, fo, m->slot,
-				 sl->size, runs_has(sl, fo / PG),
-				 m->priv ? "private" : "shared", m->addr, m->len,
+				 sl->size, runs_has(sl, fo / PG), mkind(m), m->addr,
+				 m->len,
 				 m->prot, sname(got), sname(want));
 			if (want && !got)	/* it works: follow reality */
 				got = write ? gcopy(p, data, n) : gcopy(iobuf, p, n);
@@ -1817,7 +1869,7 @@ static void x_stat(int s, int full)
 		struct morsel_mapping mm[MAPS_ROOM + 2];
 		int n = morsel_mappings(W.fds[s][fdi].fd, mm, MAPS_ROOM + 2), i, j;
 
-		/* private mappings are neither counted nor listed */
+		/* page-by-page mappings are neither counted nor listed */
 		if (n != own_maps_kind(s, 1)) {
 			mismatch("MAPPINGS slot %d: %d, model %d", s, n,
 				 own_maps_kind(s, 1));
@@ -1830,7 +1882,7 @@ static void x_stat(int s, int full)
 					(m->prot & PROT_WRITE ? MORSEL_PROT_WRITE : 0) |
 					(m->prot & PROT_EXEC ? MORSEL_PROT_EXEC : 0);
 
-				if (m->slot == s && !m->priv && m->addr == mm[i].addr &&
+				if (m->slot == s && !m->paged && m->addr == mm[i].addr &&
 				    prot == mm[i].prot &&
 				    mm[i].pid == (uint64_t)getpid())
 					break;
@@ -2158,7 +2210,7 @@ static void op_read(int s)
 }
 
 /* Record a new mapping of @s. */
-static void add_map(int s, uint64_t addr, uint64_t len, int prot, int priv,
+static void add_map(int s, uint64_t addr, uint64_t len, int prot, int kind,
 		    int vorder, uint64_t off)
 {
 	struct mapent *m;
@@ -2174,7 +2226,9 @@ static void add_map(int s, uint64_t addr, uint64_t len, int prot, int priv,
 	m->addr = addr;
 	m->len = len;
 	m->prot = prot;
-	m->priv = priv;
+	m->paged = kind != MK_MOUNTED;
+	m->priv = kind == MK_PRIVATE;
+	m->maywrite = 0;		/* set by mmap_paged */
 	m->vorder = vorder;
 	m->off = off;
 }
@@ -2258,8 +2312,8 @@ static void mmap_shared(int s, int fdi, int prot)
 	vo = !len || order_of(len) > max_order ? -1 :
 	     order_of(len) > order ? order_of(len) : order;
 	E = vo < 0 ? e : ext(vo);
-	if (one_in(20))
-		off = one_in(2) ? PG : e;
+	if (one_in(40))
+		off = 1 + below(PG - 1);	/* unaligned: EINVAL */
 	if (sl->bound && place >= 5 && place <= 8 && one_in(2))
 		hint = sl->bound;
 	else if (place >= 5)
@@ -2304,10 +2358,10 @@ static void mmap_shared(int s, int fdi, int prot)
 	} else if (sl->bound) {
 		if (sl->bound + E > task_max)
 			err[ne++] = ENOMEM;
-		else if (occupied(sl->bound, E, 0))
+		else if (!range_free(sl->bound, E))
 			err[ne++] = EEXIST;
 		want_addr = sl->bound;
-	} else if (hint && !occupied((hint + E - 1) & ~(E - 1), E, 0)) {
+	} else if (hint && hint_used((hint + E - 1) & ~(E - 1), E)) {
 		want_addr = (hint + E - 1) & ~(E - 1);
 	}
 	nhook = ne;
@@ -2351,7 +2405,7 @@ static void mmap_shared(int s, int fdi, int prot)
 		unmap_model((uintptr_t)p, E);
 	else if (occupied((uintptr_t)p, E, 0))
 		mismatch("mmap slot %d: %p overlaps an existing mapping", s, p);
-	add_map(s, (uintptr_t)p, E, prot, 0, vo, 0);
+	add_map(s, (uintptr_t)p, E, prot, MK_MOUNTED, vo, 0);
 	m_raise(sl, vo);
 	/*
 	 * MAP_POPULATE has no effect on a morsel (docs/interface.md): the
@@ -2360,15 +2414,19 @@ static void mmap_shared(int s, int fdi, int prot)
 }
 
 /*
- * A private mapping: an ordinary file mapping of any page-aligned window
- * and rights (file.c); MAP_POPULATE is left out (it would copy every page
- * of a writable one).
+ * A page-by-page mapping (file.c): private, or shared at an offset other
+ * than 0 (which a shared one always has here: at 0 it would be mounted);
+ * any page-aligned window and rights.  MAP_POPULATE faults the window in
+ * up to the size, read only (a writable private one is left out: it would
+ * copy every page).
  */
-static void mmap_private(int s, int fdi, int prot)
+static void mmap_paged(int s, int fdi, int prot, int shared)
 {
 	struct slot *sl = S(s);
 	uint64_t psz = PALIGN(sl->size), len, off, hint = 0, want_addr = 0, L, p;
-	int flags = MAP_PRIVATE, place = below(10), err[8], ne = 0;
+	int flags = shared ? (one_in(4) ? MAP_SHARED_VALIDATE : MAP_SHARED) :
+		    MAP_PRIVATE;
+	int place = below(10), err[8], ne = 0, pop = 0;
 	int mode = W.fds[s][fdi].mode;
 	char *m;
 
@@ -2384,6 +2442,8 @@ static void mmap_private(int s, int fdi, int prot)
 		break;
 	default: off = psz ? PDOWN(below(psz)) : 0;
 	}
+	if (shared && !off)
+		off = PG * (1 + below(4));
 	len = one_in(3) ? 1 + below(2 * PG) :
 	      PG * (1 + below(one_in(6) ? PRIV_MAX / PG : 8));
 	if (one_in(40))
@@ -2399,46 +2459,63 @@ static void mmap_private(int s, int fdi, int prot)
 		flags |= MAP_FIXED;
 	else if (place == 8)
 		flags |= MAP_FIXED_NOREPLACE;
-	if (!fd_r(mode))
+	if (prot != PROT_NONE && (shared || !(prot & PROT_WRITE)) && one_in(6)) {
+		flags |= MAP_POPULATE;
+		pop = 1;
+	}
+	if (shared && one_in(30))
+		flags |= MAP_SYNC;
+	if (!fd_r(mode) || (shared && (prot & PROT_WRITE) && !fd_w(mode)))
 		err[ne++] = EACCES;
 	if (!len || off % PG)
 		err[ne++] = EINVAL;
+	if ((flags & MAP_SYNC) && (flags & MAP_TYPE) == MAP_SHARED_VALIDATE)
+		err[ne++] = EOPNOTSUPP;
+	if ((flags & MAP_FIXED_NOREPLACE) &&
+	    (flags & MAP_TYPE) == MAP_SHARED_VALIDATE)
+		err[ne++] = EOPNOTSUPP;
 	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 		if (hint % PG)
 			err[ne++] = EINVAL;
 		else if ((flags & MAP_FIXED_NOREPLACE) && occupied(hint, L, 0))
 			err[ne++] = EEXIST;
 		else if ((flags & MAP_FIXED) && partial_overlap(hint, L))
-			err[ne++] = EINVAL;	/* a morsel VMA does not split */
+			err[ne++] = EINVAL;	/* a mounted VMA does not split */
 		want_addr = hint;
-	} else if (hint && !occupied(hint, L, 0)) {
+	} else if (hint && hint_used(hint, L)) {
 		want_addr = hint;
 	}
-	note("mmap slot %d private fd %s len %#" PRIx64 " prot %d flags %#x off %#"
-	     PRIx64 " addr %#" PRIx64, s, mname(mode), len, prot, flags, off,
-	     hint);
+	note("mmap slot %d %s fd %s len %#" PRIx64 " prot %d flags %#x off %#"
+	     PRIx64 " addr %#" PRIx64, s, shared ? "paged shared" : "private",
+	     mname(mode), len, prot, flags, off, hint);
 	m = mmap((void *)(uintptr_t)hint, len, prot, flags, W.fds[s][fdi].fd,
 		 off);
-	tally("mmap private", m == MAP_FAILED ? errno : 0);
+	tally(shared ? "mmap paged shared" : "mmap private",
+	      m == MAP_FAILED ? errno : 0);
 	if (m == MAP_FAILED) {
 		mmap_failed(s, err, ne);
 		return;
 	}
 	if (ne) {
-		mismatch("mmap private slot %d: succeeded at %p, want %s", s, m,
-			 ename(err[0]));
+		mismatch("mmap %s slot %d: succeeded at %p, want %s",
+			 shared ? "paged shared" : "private", s, m, ename(err[0]));
 		munmap(m, L);
 		return;
 	}
 	if ((uintptr_t)m % PG || (want_addr && (uintptr_t)m != want_addr))
-		mismatch("mmap private slot %d: at %p, want %#" PRIx64, s, m,
-			 want_addr);
+		mismatch("mmap %s slot %d: at %p, want %#" PRIx64,
+			 shared ? "paged shared" : "private", s, m, want_addr);
 	if (flags & MAP_FIXED)
 		unmap_model((uintptr_t)m, L);
 	else if (occupied((uintptr_t)m, L, 0))
-		mismatch("mmap private slot %d: %p overlaps an existing mapping",
-			 s, m);
-	add_map(s, (uintptr_t)m, L, prot, 1, 0, off);
+		mismatch("mmap slot %d: %p overlaps an existing mapping", s, m);
+	add_map(s, (uintptr_t)m, L, prot, shared ? MK_PAGED : MK_PRIVATE, 0,
+		off);
+	W.maps[W.nmaps - 1].maywrite = fd_w(mode);
+	if (pop && off < psz) {		/* up to the first page past the size */
+		runs_add(sl, off / PG, (off + L < psz ? off + L : psz) / PG);
+		sl->churn++;
+	}
 }
 
 /* mmap with every kind of argument; the model predicts the outcome. */
@@ -2456,23 +2533,25 @@ static void op_mmap(int s)
 		return;
 	prot = prots[below(sizeof(prots) / sizeof(prots[0]))];
 	if (one_in(4))
-		mmap_private(s, fdi, prot);
+		mmap_paged(s, fdi, prot, 0);
+	else if (one_in(10))
+		mmap_paged(s, fdi, prot, 1);
 	else
 		mmap_shared(s, fdi, prot);
 }
 
-/* A mapping of @s: @kind 0 any, 1 shared, 2 private; -1 if none. */
+/* A mapping of @s: @kind 0 any, 1 mounted, 2 paged; -1 if none. */
 static int pick_map(int s, int kind)
 {
 	int i, c[MAPS_ROOM], n = 0;
 
 	for (i = 0; i < W.nmaps; i++)
-		if (W.maps[i].slot == s && (!kind || (kind == 1) == !W.maps[i].priv))
+		if (W.maps[i].slot == s && (!kind || (kind == 1) == !W.maps[i].paged))
 			c[n++] = i;
 	return n ? c[below(n)] : -1;
 }
 
-/* Split private mapping @i at @x (inside it): the index of the upper part. */
+/* Split paged mapping @i at @x (inside it): the index of the upper part. */
 static int split_map(int i, uint64_t x)
 {
 	struct mapent *m = &W.maps[i], *n;
@@ -2492,7 +2571,7 @@ static int split_map(int i, uint64_t x)
 	return W.nmaps - 1;
 }
 
-/* A page-aligned part [*a, *a + *len) of private mapping @m. */
+/* A page-aligned part [*a, *a + *len) of paged mapping @m. */
 static void pick_part(struct mapent *m, uint64_t *a, uint64_t *len)
 {
 	uint64_t np = m->len / PG, i = below(np), n = 1 + below(np - i);
@@ -2531,9 +2610,9 @@ static void munmap_private(int s, int mi)
 		a += 1 + below(PG - 1);
 		want = EINVAL;
 	}
-	note("munmap slot %d private map %#" PRIx64 "+%#" PRIx64 ": addr %#"
-	     PRIx64 " len %#" PRIx64, s, m->addr, m->len, a, ulen);
-	if (check("munmap private", munmap((void *)(uintptr_t)a, ulen), want, 0)
+	note("munmap slot %d %s map %#" PRIx64 "+%#" PRIx64 ": addr %#"
+	     PRIx64 " len %#" PRIx64, s, mkind(m), m->addr, m->len, a, ulen);
+	if (check("munmap paged", munmap((void *)(uintptr_t)a, ulen), want, 0)
 	    && !want)
 		unmap_model(a, len);
 }
@@ -2547,7 +2626,7 @@ static void op_munmap(int s)
 	if (mi < 0)
 		return;
 	m = &W.maps[mi];
-	if (m->priv) {
+	if (m->paged) {
 		munmap_private(s, mi);
 		return;
 	}
@@ -2590,21 +2669,24 @@ static void op_mprotect(int s)
 		return;
 	m = &W.maps[mi];
 	prot = one_in(2) ? m->prot : prots[below(sizeof(prots) / sizeof(prots[0]))];
-	if (m->priv) {
-		/* any rights, on any part: the VMA splits */
+	if (m->paged) {
+		/*
+		 * Any rights, on any part: the VMA splits; a shared one gets
+		 * PROT_WRITE only if the fd could write (VM_MAYWRITE).
+		 */
 		if (W.nmaps + 2 > MAPS_ROOM)
 			return;
 		pick_part(m, &a, &len);
-		want = 0;
+		want = !m->priv && !m->maywrite && (prot & PROT_WRITE) ? EACCES : 0;
 		if (one_in(12)) {
 			a += 1;
 			want = EINVAL;
 		}
-		note("mprotect slot %d private map %#" PRIx64 "+%#" PRIx64
-		     " prot %d -> %d at %#" PRIx64 " len %#" PRIx64, s, m->addr,
-		     m->len, m->prot, prot, a, len);
-		if (check("mprotect private", mprotect((void *)(uintptr_t)a, len,
-						       prot), want, 0) && !want) {
+		note("mprotect slot %d %s map %#" PRIx64 "+%#" PRIx64
+		     " prot %d -> %d at %#" PRIx64 " len %#" PRIx64, s, mkind(m),
+		     m->addr, m->len, m->prot, prot, a, len);
+		if (check("mprotect paged", mprotect((void *)(uintptr_t)a, len,
+						     prot), want, 0) && !want) {
 			mi = split_map(mi, a);
 			split_map(mi, a + len);
 			W.maps[mi].prot = prot;
@@ -2627,44 +2709,52 @@ static void op_mprotect(int s)
 	      0);
 }
 
-/* mremap of a private mapping: an ordinary file mapping's rules. */
-static void mremap_private(int s, int mi)
+/*
+ * mremap of a paged mapping: an ordinary file mapping's rules.  --lenient:
+ * a private one at offset 0 that must move gets EINVAL (the module takes
+ * it for a mounted one).
+ */
+static void mremap_paged(int s, int mi)
 {
 	struct mapent *m = &W.maps[mi];
 	uint64_t e = m->len, target, n;
 	void *p = (void *)(uintptr_t)m->addr, *res;
+	int known = lenient && m->priv && !m->off ? EINVAL : 0;
 
 	switch (below(5)) {
 	case 0:			/* shrink in place */
 		if (e == PG)
 			return;
 		n = PG * (1 + below(e / PG - 1));
-		note("mremap slot %d private %p shrink %#" PRIx64 " -> %#" PRIx64,
-		     s, p, e, n);
+		note("mremap slot %d %s %p shrink %#" PRIx64 " -> %#" PRIx64,
+		     s, mkind(m), p, e, n);
 		res = mremap(p, e, n, 0);
-		if (!check("mremap private shrink", res == MAP_FAILED ? -1 : 0,
+		if (!check("mremap paged shrink", res == MAP_FAILED ? -1 : 0,
 			   0, 0))
 			return;
 		if (res != p)
-			mismatch("mremap private shrink moved %p to %p", p, res);
+			mismatch("mremap paged shrink moved %p to %p", p, res);
 		unmap_model(m->addr + n, e - n);
 		return;
 	case 1:			/* grow, moving if it must */
 		if (e >= PRIV_MAX)
 			return;
-		note("mremap slot %d private %p grow", s, p);
+		note("mremap slot %d %s %p grow", s, mkind(m), p);
 		res = mremap(p, e, e + PG, MREMAP_MAYMOVE);
-		if (!check("mremap private grow", res == MAP_FAILED ? -1 : 0, 0,
-			   lenient ? EINVAL : 0))
+		if (!check("mremap paged grow", res == MAP_FAILED ? -1 : 0, 0,
+			   known))
 			return;
 		if ((uintptr_t)res != m->addr &&
 		    occupied((uintptr_t)res, e + PG, 0))
-			mismatch("mremap private grow moved onto a mapping: %p", res);
+			mismatch("mremap paged grow moved onto a mapping: %p", res);
 		cp_move(m->addr, e, (uintptr_t)res);
 		m->addr = (uintptr_t)res;
 		m->len = e + PG;
 		return;
 	case 2:
+		/* a duplicate: only of a shared mapping (not modelled) */
+		if (!m->priv)
+			return;
 		note("mremap slot %d private %p old_len 0", s, p);
 		res = mremap(p, 0, e, MREMAP_MAYMOVE);
 		check("mremap private old_len 0", res == MAP_FAILED ? -1 : 0,
@@ -2674,11 +2764,11 @@ static void mremap_private(int s, int mi)
 		target = pick_addr(0) + PG * below(64);
 		if (occupied(target, e, 0))
 			return;
-		note("mremap slot %d private %p -> %#" PRIx64, s, p, target);
+		note("mremap slot %d %s %p -> %#" PRIx64, s, mkind(m), p, target);
 		res = mremap(p, e, e, MREMAP_MAYMOVE | MREMAP_FIXED,
 			     (void *)(uintptr_t)target);
-		if (!check("mremap private move", res == MAP_FAILED ? -1 : 0, 0,
-			   lenient ? EINVAL : 0))
+		if (!check("mremap paged move", res == MAP_FAILED ? -1 : 0, 0,
+			   known))
 			return;
 		if ((uintptr_t)res != target)
 			mismatch("mremap moved to %p, want %#" PRIx64, res, target);
@@ -2705,8 +2795,8 @@ static void op_mremap(int s)
 	if (mi < 0)
 		return;
 	m = &W.maps[mi];
-	if (m->priv) {
-		mremap_private(s, mi);
+	if (m->paged) {
+		mremap_paged(s, mi);
 		return;
 	}
 	e = m->len;
@@ -2780,11 +2870,12 @@ static void op_mremap(int s)
 }
 
 /*
- * madvise on a private mapping: DONTNEED drops the process's copies,
- * POPULATE faults the file's pages in (and copies them for a write),
- * REMOVE needs a shared mapping, FREE an anonymous one.
+ * madvise on a paged mapping: DONTNEED drops a private one's copies,
+ * POPULATE faults the file's pages in (a private one copies them for a
+ * write), REMOVE punches a hole through a shared one whose fd could write
+ * (VM_MAYWRITE), FREE wants an anonymous mapping.
  */
-static void madvise_private(int s, int mi)
+static void madvise_paged(int s, int mi)
 {
 	static const struct { int adv; const char *name; } advs[] = {
 		{ MADV_DONTNEED, "DONTNEED" }, { MADV_DONTNEED, "DONTNEED" },
@@ -2807,7 +2898,7 @@ static void madvise_private(int s, int mi)
 		len = m->len;
 	}
 	if (adv == MADV_REMOVE)
-		want = EACCES;
+		want = m->priv || !m->maywrite ? EACCES : 0;
 	else if (adv == MADV_FREE)
 		want = EINVAL;
 	else if (adv == MADV_POPULATE_READ && !(m->prot & PROT_READ))
@@ -2823,19 +2914,27 @@ static void madvise_private(int s, int mi)
 				want = EFAULT;
 				break;
 			}
-		if (adv == MADV_POPULATE_WRITE &&
+		if (adv == MADV_POPULATE_WRITE && m->priv &&
 		    cp_count() + cp_need(m, a - m->addr, stop - a) > MAX_COPIES)
 			return;
 	}
-	note("madvise slot %d private map %#" PRIx64 "+%#" PRIx64 " at %#" PRIx64
-	     " len %#" PRIx64 " %s", s, m->addr, m->len, a, len, advs[k].name);
+	note("madvise slot %d %s map %#" PRIx64 "+%#" PRIx64 " at %#" PRIx64
+	     " len %#" PRIx64 " %s", s, mkind(m), m->addr, m->len, a, len,
+	     advs[k].name);
 	r = madvise((void *)(uintptr_t)a, len, adv);
-	if (!check("madvise private", r, want, 0) && want != EFAULT)
+	if (!check("madvise paged", r, want, 0) && want != EFAULT)
 		return;
 	switch (adv) {
 	case MADV_DONTNEED:
 		cp_drop(a, len);
 		break;
+	case MADV_REMOVE: {
+		uint64_t fo = m->off + (a - m->addr);
+
+		if (fo < sl->size)
+			m_evict(s, fo, fo + len < sl->size ? fo + len : sl->size);
+		break;
+	}
 	case MADV_DONTFORK:
 		m->dontfork = 1;
 		break;
@@ -2851,7 +2950,8 @@ static void madvise_private(int s, int mi)
 			if (cp_find(va))
 				continue;
 			runs_add(sl, (m->off + rel) / PG, (m->off + rel) / PG + 1);
-			if (adv == MADV_POPULATE_WRITE && (c = cp_find(NOPAGE))) {
+			if (adv == MADV_POPULATE_WRITE && m->priv &&
+			    (c = cp_find(NOPAGE))) {
 				c->va = va;
 				m_read(sl, m->off + rel, PG, c->data);
 			}
@@ -2887,8 +2987,8 @@ static void op_madvise(int s)
 	if (mi < 0)
 		return;
 	m = &W.maps[mi];
-	if (m->priv) {
-		madvise_private(s, mi);
+	if (m->paged) {
+		madvise_paged(s, mi);
 		return;
 	}
 	if (one_in(3)) {
@@ -3316,9 +3416,12 @@ static void op_maccess(int s, int write)
 	if (len > m->len - off)
 		len = m->len - off;
 	if (write && !m->priv) {
-		len = fit_write(s, &off, len);
-		if ((uint64_t)off >= m->len)
+		int64_t fo = m->off + off;
+
+		len = fit_write(s, &fo, len);
+		if ((uint64_t)fo < m->off || (uint64_t)fo >= m->off + m->len)
 			return;
+		off = fo - m->off;
 		if (len > m->len - off)
 			len = m->len - off;
 	} else if (write && (m->prot & PROT_WRITE) &&
@@ -3337,9 +3440,8 @@ static void op_maccess(int s, int write)
 	if (write)
 		pattern(data, len, rnd());
 	note("%s slot %d %s map %#" PRIx64 "+%#" PRIx64 " prot %d off %#" PRIx64
-	     " len %#" PRIx64, write ? "store" : "load", s,
-	     m->priv ? "private" : "shared", m->addr, m->len, m->prot,
-	     (uint64_t)off, len);
+	     " len %#" PRIx64, write ? "store" : "load", s, mkind(m), m->addr,
+	     m->len, m->prot, (uint64_t)off, len);
 	x_access(m, off, len, write, data, write ? "store" : "load");
 }
 
@@ -3371,11 +3473,11 @@ static void op_exec(int s)
 	x_write(s, fdi, off, sizeof(code), 0, code);
 	want = m->prot & PROT_EXEC ? 0 : SIGSEGV;
 	note("call slot %d %s map %#" PRIx64 " prot %d off %#" PRIx64, s,
-	     m->priv ? "private" : "shared", m->addr, m->prot, off);
+	     mkind(m), m->addr, m->prot, off);
 	got = gcall((void *)(uintptr_t)(m->addr + off - m->off), &ret);
 	if (got != want || (!got && ret != 42))
 		mismatch("call through %s map prot %d at offset %#" PRIx64
-			 ": %s, returned %d; want %s", m->priv ? "private" : "shared",
+			 ": %s, returned %d; want %s", mkind(m),
 			 m->prot, off, sname(got), ret, sname(want));
 	if (!got)
 		runs_add(sl, off / PG, off / PG + 1);
@@ -3393,13 +3495,22 @@ static void op_stat(int s)
 		memset(&st, 0, sizeof(st));
 		if (!r)
 			st.flags = 1;
-		else if (one_in(3))
-			st.min_order = 1;	/* an out field: 0 on input */
 		else
 			st.reserved[below(6)] = 1;
+		if (one_in(2))		/* out fields are ignored on input */
+			st.min_order = st.order = st.pages = 1 + below(7);
 		note("STAT slot %d with bad flags/reserved", s);
 		ret = ioctl(W.fds[s][fdi].fd, MORSEL_IOC_STAT, &st);
 		check("STAT with bad input", ret, EINVAL, 0);
+		return;
+	}
+	if (r == 3) {
+		memset(&st, 0xa5, sizeof(st));
+		st.flags = 0;
+		memset(st.reserved, 0, sizeof(st.reserved));
+		note("STAT slot %d with garbage in the out fields", s);
+		check("STAT with out fields set",
+		      ioctl(W.fds[s][fdi].fd, MORSEL_IOC_STAT, &st), 0, 0);
 		return;
 	}
 	if (r == 2) {
@@ -3420,13 +3531,23 @@ static void op_stat(int s)
 static void child_verify(int s, const char *what)
 {
 	struct child *c = &W.ch;
-	int fdi = c->fdi;
+	int fdi = c->fdi, k;
 	uint64_t o = c->w0 + PDOWN(below(c->wlen)), len = PG * (1 + below(4));
 	ssize_t r;
 
 	if (o + len > c->w0 + c->wlen)
 		len = c->w0 + c->wlen - o;
-	if (c->nmaps && one_in(2)) {
+	k = below(3);
+	if (k == 1 && c->paddr) {	/* through the private mapping of W */
+		int sig = gcopy(iobuf, (char *)(uintptr_t)(c->paddr + o - c->w0),
+				len);
+
+		if (sig) {
+			mismatch("%s: %s reading W at %#" PRIx64 " through the private"
+				 " mapping %#" PRIx64, what, sname(sig), o, c->paddr);
+			return;
+		}
+	} else if (k == 0 && c->nmaps) {
 		struct mapent *m = &c->maps[below(c->nmaps)];
 		char *p = (char *)(uintptr_t)(m->addr + o);
 		int sig = gcopy(iobuf, p, len);
@@ -3523,6 +3644,20 @@ static void child_main(void)
 					 sname(sig));
 		}
 	}
+	/*
+	 * A private mapping of W, made after the writes: it faults W's pages
+	 * (under the invalidate lock) while the parent evicts and rewrites.
+	 */
+	if (c->priv) {
+		void *p = mmap(NULL, c->wlen, c->pprot, MAP_PRIVATE,
+			       W.fds[s][c->fdi].fd, c->w0);
+
+		note("child private mmap of W prot %d", c->pprot);
+		if (p == MAP_FAILED)
+			mismatch("child private mmap of W: %s", ename(errno));
+		else
+			c->paddr = (uintptr_t)p;
+	}
 	for (iter = 0; iter < 4000; iter++) {
 		uint64_t o, len;
 
@@ -3532,9 +3667,15 @@ static void child_main(void)
 		len = PG * (1 + below(3));
 		if (o + len > c->w0 + c->wlen)
 			len = c->w0 + c->wlen - o;
-		switch (below(9)) {
+		switch (below(10)) {
 		case 0: case 1: case 2:
 			child_verify(s, "child check");
+			break;
+		case 8:		/* its own copies of the same bytes */
+			if (c->paddr && (c->pprot & PROT_WRITE) &&
+			    gcopy((char *)(uintptr_t)(c->paddr + o - c->w0),
+				  c->snap + (o - c->w0), len))
+				mismatch("child store through the private mapping of W");
 			break;
 		case 3:		/* the same bytes again, inside the size */
 			if (o >= c->fend)
@@ -3629,12 +3770,14 @@ static void op_child(int s)
 		c->mode = 'B';
 	c->kill = one_in(2);
 	c->left = 1 + below(8);
+	c->priv = one_in(2);
+	c->pprot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
 	c->rng = rnd();
 	for (i = 0; i < W.nmaps; i++) {
 		struct mapent *m = &W.maps[i];
 
-		/* private mappings are inherited too, but count nowhere */
-		if (m->dontfork || m->priv)
+		/* paged mappings are inherited too, but count nowhere */
+		if (m->dontfork || m->paged)
 			continue;
 		c->holds[m->slot]++;
 		c->holds0[m->slot] += !m->vorder;
@@ -3709,9 +3852,9 @@ static void op_child(int s)
 		}
 	}
 	note("child on slot %d mode %c W %#" PRIx64 "+%#" PRIx64 " %d writes, %s, "
-	     "pass %d, new map %d prot %d, %d ops", s, c->mode, c->w0, c->wlen,
-	     c->nl, c->kill ? "kill -9" : "stop", c->pass, c->newmap,
-	     c->newprot, c->left);
+	     "pass %d, new map %d prot %d, private %d prot %d, %d ops", s,
+	     c->mode, c->w0, c->wlen, c->nl, c->kill ? "kill -9" : "stop",
+	     c->pass, c->newmap, c->newprot, c->priv, c->pprot, c->left);
 	__atomic_store_n(&sh->w[W.id].stop, 0, __ATOMIC_SEQ_CST);
 	c->mism0 = __atomic_load_n(&sh->w[W.id].mismatches, __ATOMIC_SEQ_CST);
 	fflush(stdout);
@@ -3813,12 +3956,40 @@ static int w_zero(int s, uint64_t a, uint64_t b)
 	return all_zero(buf, hi - lo);
 }
 
+static void concurrent_raise(int s, int fdi)
+{
+	struct slot *sl = S(s);
+	int o = sl->order + 1 + below(max_order - sl->order), err;
+	int prot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
+	char *p;
+
+	if (one_in(2) || W.nmaps >= MAX_MAPS) {
+		note("SET_MIN_ORDER slot %d order %d during the child", s, o);
+		err = morsel_set_min_order(W.fds[s][fdi].fd, o);
+		errno = -err;
+		if (!check("SET_MIN_ORDER", err ? -1 : 0, 0, 0))
+			return;
+		sl->min_order = o;
+		m_raise(sl, o);
+		return;
+	}
+	note("mmap slot %d len %#" PRIx64 " during the child", s, ext(o));
+	p = mmap(NULL, ext(o), prot, MAP_SHARED, W.fds[s][fdi].fd, 0);
+	if (!check("mmap shared longer", p == MAP_FAILED ? -1 : 0, 0, 0))
+		return;
+	if ((uintptr_t)p % ext(o))
+		mismatch("mmap slot %d: at %p, want it aligned to %#" PRIx64, s, p,
+			 ext(o));
+	add_map(s, (uintptr_t)p, ext(o), prot, MK_MOUNTED, o, 0);
+	m_raise(sl, o);
+}
+
 static void concurrent_op(int s)
 {
 	struct child *c = &W.ch;
 	struct slot *sl = S(s);
 	uint64_t sz = sl->size, psz = PALIGN(sz), off, len, end;
-	int k = below(11), fdi = c->fdi, mi;
+	int k = below(12), fdi = c->fdi, mi;
 	static uint8_t data[3 * PG];
 
 	off = below(psz);
@@ -3905,6 +4076,16 @@ static void concurrent_op(int s)
 	case 8:
 		op_rename(s);
 		return;
+	case 10:
+		/*
+		 * Raise the order under the child's faults (the root is in
+		 * place, so the new tables are known): no content changes.
+		 */
+		if (sl->bound || !sl->order || sl->order >= max_order ||
+		    tab_find(sl, sl->order, 0) < 0)
+			break;
+		concurrent_raise(s, fdi);
+		return;
 	case 9:
 		if (W.nmaps < MAX_MAPS && one_in(2)) {
 			int prot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
@@ -3923,7 +4104,7 @@ static void concurrent_op(int s)
 			}
 			if (!check("mmap", p == MAP_FAILED ? -1 : 0, 0, 0))
 				return;
-			add_map(s, (uintptr_t)p, e, prot, 0, sl->order, 0);
+			add_map(s, (uintptr_t)p, e, prot, MK_MOUNTED, sl->order, 0);
 		} else if ((mi = pick_map(s, 1)) >= 0) {
 			note("munmap slot %d map %#" PRIx64 " during the child", s,
 			     W.maps[mi].addr);
