@@ -2350,7 +2350,7 @@ static void mmap_shared(int s, int fdi, int prot)
 			err[ne++] = EINVAL;
 		else if (hint + E > task_max)
 			err[ne++] = ENOMEM;
-		else if ((flags & MAP_FIXED_NOREPLACE) && occupied(hint, E, 0))
+		else if ((flags & MAP_FIXED_NOREPLACE) && !range_free(hint, E))
 			err[ne++] = EEXIST;
 		else if ((flags & MAP_FIXED) && partial_overlap(hint, E))
 			err[ne++] = EINVAL;
@@ -2477,7 +2477,7 @@ static void mmap_paged(int s, int fdi, int prot, int shared)
 	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 		if (hint % PG)
 			err[ne++] = EINVAL;
-		else if ((flags & MAP_FIXED_NOREPLACE) && occupied(hint, L, 0))
+		else if ((flags & MAP_FIXED_NOREPLACE) && !range_free(hint, L))
 			err[ne++] = EEXIST;
 		else if ((flags & MAP_FIXED) && partial_overlap(hint, L))
 			err[ne++] = EINVAL;	/* a mounted VMA does not split */
@@ -2897,8 +2897,9 @@ static void madvise_paged(int s, int mi)
 		a = m->addr;	/* whole: a part would split the VMA alone */
 		len = m->len;
 	}
-	if (adv == MADV_REMOVE)
-		want = m->priv || !m->maywrite ? EACCES : 0;
+	if (adv == MADV_REMOVE)		/* then vfs_fallocate's checks */
+		want = m->priv || !m->maywrite ? EACCES :
+		       m->off + (a - m->addr) + len > max_bytes ? EFBIG : 0;
 	else if (adv == MADV_FREE)
 		want = EINVAL;
 	else if (adv == MADV_POPULATE_READ && !(m->prot & PROT_READ))
