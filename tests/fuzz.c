@@ -47,7 +47,9 @@
  *   mmap longer than the extent, also while mapped (EBUSY only for a
  *   binding the new extent does not fit), adding tables above the old
  *   root; it falls only at a size change (or the undoing of a failed
- *   write) while no shared mapping exists, never below the minimum.  A
+ *   write) while no shared mapping exists, never below the minimum (an
+ *   ftruncate that grows the file lowers it too, as morsel_resize does;
+ *   docs/interface.md says only a shrink does: m_fit follows the code).  A
  *   shared mapping keeps the extent it was made with and sees the first
  *   extent bytes of the file; shrinking while mapped frees the pages past
  *   the size and keeps the order and the tables.
