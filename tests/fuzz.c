@@ -7,16 +7,21 @@
  * Run inside the VM (tests/fuzz wraps it; $MORSEL_MNT is a mounted
  * morselfs, $MORSEL_PAGING is 4 or 5).  P worker processes (default 4)
  * perform N random operations in total (default 10000) on morsels in a
- * private directory $MORSEL_MNT/fuzz.PID: create, open/close, truncate
- * over all orders, read/write (pread, write, readv/writev), mmap with
- * every combination of rights and flags, munmap, mprotect, mremap,
- * madvise, POPULATE/EVICT/BIND ioctls, fallocate (populate and punch),
- * rename, unlink, fork with a child working on the same morsel (stopped,
- * or killed with SIGKILL), and fd passing with SCM_RIGHTS both to a child
- * and between workers; arguments are random or on the boundaries (0,
- * size-1, size, extent, extent+1, unaligned, huge, negative).  Every byte
- * read (through a mapping or read(2)), every return value and errno, and
- * MORSEL_IOC_STAT / MORSEL_IOC_MAPPINGS are checked against the model.
+ * private directory $MORSEL_MNT/fuzz.PID: create (also O_TMPFILE),
+ * open/close, truncate over all orders, read/write (pread, write,
+ * readv/writev), shared mmap with every combination of rights and flags
+ * and of lengths up to the largest extent, private mmap and shared mmap
+ * at an offset (page by page) of any window, munmap, mprotect, mremap,
+ * madvise (splitting page-by-page mappings),
+ * POPULATE/EVICT/BIND/SET_MIN_ORDER ioctls, fallocate (populate and
+ * punch), rename, link/linkat, unlink, fork with a child working on the
+ * same morsel (stopped, or killed with SIGKILL), and fd passing with
+ * SCM_RIGHTS both to a child and between workers; arguments are random or
+ * on the boundaries (0, size-1, size, extent, extent+1, unaligned, huge,
+ * negative).  Every byte read (through a mapping or read(2)), every
+ * return value and errno, and MORSEL_IOC_STAT (order, minimum order,
+ * pages, the page tables of every level, mappings) / MORSEL_IOC_MAPPINGS
+ * are checked against the model.
  * At the end every file is removed and /sys/fs/morselfs/{pages,tables,
  * morsels} must be back to their values before the run.  The last line is
  * "fuzz: N ops, seed S, M mismatches"; the exit status is 0 only when M is
@@ -26,12 +31,35 @@
  *
  * - Slots.  There are 4 slots per worker.  A slot is a morsel-to-be with
  *   its own names ("s<slot>.<generation>") and its model, which lives in
- *   a MAP_SHARED anonymous region: size (the order follows from it), bound
- *   address, name, the contents of every page that holds a non-zero byte
- *   (a small sparse table, at most MODEL_PAGES pages; writes are kept to a
- *   few pages) and the exact set of populated pages (sorted runs), which is
- *   compared with the page count of MORSEL_IOC_STAT.  Each worker keeps its
- *   own fds and mappings (address, rights, madvise flags) privately.
+ *   a MAP_SHARED anonymous region: size, order and minimum order, bound
+ *   address, names (a hard link makes two), the contents of every page
+ *   that holds a non-zero byte (a small sparse table, at most MODEL_PAGES
+ *   pages; writes are kept to a few pages), the exact set of populated
+ *   pages (sorted runs), compared with the page count of MORSEL_IOC_STAT,
+ *   and the exact set of page tables (level and index), compared with its
+ *   table counts.  Each worker keeps its own fds and mappings (address,
+ *   length, rights, madvise flags; mounted: the VMA's order; page by
+ *   page: the file offset, and for a private one the pages it has its own
+ *   copy of) privately.
+ * - Orders (size.c).  The order is max(the size's order, the minimum
+ *   order, the orders of the shared mappings when they were made): it
+ *   rises with write, fallocate, ftruncate, SET_MIN_ORDER and a shared
+ *   mmap longer than the extent, also while mapped (EBUSY only for a
+ *   binding the new extent does not fit), adding tables above the old
+ *   root; it falls only at a size change (or the undoing of a failed
+ *   write) while no shared mapping exists, never below the minimum (an
+ *   ftruncate that grows the file lowers it too, as morsel_resize does;
+ *   docs/interface.md says only a shrink does: m_fit follows the code).  A
+ *   shared mapping keeps the extent it was made with and sees the first
+ *   extent bytes of the file; shrinking while mapped frees the pages past
+ *   the size and keeps the order and the tables.
+ * - Page-by-page mappings (file.c): MAP_PRIVATE ones, and MAP_SHARED ones
+ *   at an offset other than 0 (those are the file's pages themselves).  A
+ *   private one sees the file's page until the process writes it; then
+ *   the page is the process's own copy (struct copy, at most MAX_COPIES).
+ *   Eviction leaves copies, truncation takes those past the size; any
+ *   first touch of a file page populates it.  They are not counted in
+ *   STAT or listed by MAPPINGS, hold no order, and split like any mapping.
  * - Ownership.  A slot is owned by exactly one worker at a time and only
  *   the owner acts on the morsel or touches its model, so the workers run
  *   fully concurrently (same directory, same counters, their own files) and
@@ -57,8 +85,9 @@
  *   on whether the child has mapped yet.  Then it stops the child or kills
  *   it with SIGKILL, re-applies the writes of the list (so W is exact
  *   however far a killed child got), and populates W (so the set of
- *   populated pages is exact again).  Mappings the child inherited count
- *   as mappings of their slots (EBUSY etc.) until it is reaped.
+ *   populated pages is exact again).  Shared mappings the child inherited
+ *   count as mappings of their slots (they hold the order, keep tables
+ *   and page 0) until it is reaped; the child uses those that reach W.
  * - Mappings are accessed page by page under a SIGBUS/SIGSEGV handler
  *   (sigsetjmp/siglongjmp, SA_NODEFER): an expected fault is checked, an
  *   unexpected one is reported and the worker goes on.  After a mismatch
@@ -72,20 +101,29 @@
  *   gave each result.
  * - Memory stays bounded: writes cover at most 3 pages, populate, fallocate
  *   and MADV_POPULATE at most 4 MiB, and a slot with too many populated
- *   pages, runs or populating events (a bound on its page tables) is
- *   reset (truncated to 0 and back) by its owner.  Eviction of any length
- *   is cheap for the model (it visits only its own pages and runs).
+ *   pages, runs, tables or populating events is reset (unmapped, truncated
+ *   to 0 and back) by its owner.  Eviction of any length is cheap for the
+ *   model (it visits only its own pages, runs and tables).  MAP_FIXED is
+ *   used only inside the fuzzer's own address regions (a longer extent at
+ *   a bound address could reach the program's stack).
  *
- * Expectations follow docs/interface.md and docs/errors.md, plus the
- * errnos the VFS and mm give (fs/open.c, mm/mmap.c, mm/vma.h, mm/mremap.c,
- * mm/madvise.c, mm/gup.c); where several errors apply to one call, any of
- * them is accepted.  Populated pages are modelled as the module does it
- * (a failed write populates its page, then frees what lies past the size;
- * eviction of a mapped order-0 morsel zeroes its page instead of freeing
- * it), and any page at or past the page-rounded size must give SIGBUS
- * (docs/errors.md F1).  --lenient accepts the one way the module still
- * differs (found by this fuzzer): such a page that is populated, which a
- * mapping made after it appeared reaches without a fault.
+ * Expectations follow the module's rules (module/size.c, file.c, mount.c;
+ * docs/interface.md and docs/errors.md where they are current), plus the
+ * errnos the VFS and mm give (fs/open.c, fs/namei.c, mm/mmap.c, mm/vma.h,
+ * mm/mremap.c, mm/madvise.c, mm/gup.c); where several errors apply to one
+ * call, any of them is accepted.  Populated pages are modelled as the
+ * module does it (a failed write populates its page, then frees what lies
+ * past the size; eviction while a shared order-0 mapping exists zeroes
+ * page 0 instead of freeing it), and any page at or past the page-rounded
+ * size must give SIGBUS (docs/errors.md F1), except in a page a private
+ * mapping has its own copy of.  --lenient accepts the ways the module
+ * still differs (found by this fuzzer): (1) such a page that is
+ * populated, which a mapping that mounted it reaches without a fault (page
+ * 0 after a shrink to 0 while an order-0 mapping exists: reads zeros, and
+ * what is written there shows when the file grows again); (2) EINVAL from
+ * an mremap that has to move a private mapping at offset 0
+ * (morsel_get_unmapped_area takes it for a mounted one: mremap passes no
+ * MAP_PRIVATE).
  *
  * Concurrency rules inside one worker: single-threaded; the only other
  * process touching a worker's morsels is its own child, as described.
@@ -143,8 +181,12 @@
 #define MAXSLOTS	(MAXP * NFILES)
 #define MODEL_PAGES	48	/* non-zero pages the model holds per slot */
 #define MODEL_RUNS	512	/* populated runs per slot */
+#define MODEL_TABLES	2048	/* page tables per slot */
 #define MAX_FDS		4	/* fds per slot per worker */
-#define MAX_MAPS	10	/* mappings per worker */
+#define MAX_MAPS	10	/* mappings per worker (splits may add two) */
+#define MAPS_ROOM	(MAX_MAPS + 4)
+#define MAX_COPIES	24	/* private copies (COW pages) per worker */
+#define PRIV_MAX	(64 * PG)	/* longest private mapping */
 #define WMAX		16	/* pages in a child's window */
 #define LMAX		4	/* writes of a mode-A child */
 #define HANDOFF_EVERY	97
@@ -154,6 +196,7 @@
 #define RESET_RUNS	300
 #define RESET_PAGES	2048
 #define RESET_CHURN	400
+#define RESET_TABLES	1024
 #define NOPAGE		UINT64_MAX
 
 /* Address regions only the fuzzer uses (below 47 bits unless order 4). */
@@ -173,20 +216,32 @@ struct mpage {
 	uint8_t data[PG];
 };
 
+struct table {
+	int level;		/* 1: PTE table ... 4: P4D table */
+	uint64_t idx;		/* covers [idx, idx + 1) * ext(level) */
+};
+
 struct slot {
 	int live;		/* a morsel exists for this slot */
-	int named;
+	int named;		/* names: 0, 1 (name) or 2 (name, name2) */
 	int gen;		/* for fresh names */
 	char name[40];
+	char name2[40];		/* a hard link */
+	int linkable;		/* O_TMPFILE without O_EXCL, never linked */
 	uint64_t size;
 	uint64_t bound;
+	int order;		/* the morsel's order (not a function of size) */
+	int min_order;		/* MORSEL_IOC_SET_MIN_ORDER */
 	uint64_t churn;		/* populating events since the last reset */
 	int nruns;
 	struct run runs[MODEL_RUNS];
+	int ntables;
+	int tables_bad;		/* after a mismatch: unknown until a reset */
+	struct table tables[MODEL_TABLES];
 	struct mpage pages[MODEL_PAGES];
 };
 
-#define TALLY 96
+#define TALLY 128
 
 struct wstat {
 	uint64_t ops;
@@ -218,6 +273,25 @@ struct mapent {
 	int prot;
 	int dontfork;
 	int huge;		/* 0, 1: MADV_HUGEPAGE, 2: MADV_NOHUGEPAGE */
+	int paged;		/* page by page: private, or shared at an offset */
+	int priv;		/* MAP_PRIVATE (paged, with copies) */
+	int maywrite;		/* paged shared: the fd could write */
+	int vorder;		/* mounted: the VMA's order; len is its extent */
+	uint64_t off;		/* file offset of addr (mounted: 0) */
+};
+
+/* Kinds of mapping (add_map): mounted, private, shared page by page. */
+enum { MK_MOUNTED, MK_PRIVATE, MK_PAGED };
+
+static const char *mkind(const struct mapent *m)
+{
+	return m->priv ? "private" : m->paged ? "paged shared" : "shared";
+}
+
+/* A page a process wrote through a private mapping: its own copy. */
+struct copy {
+	uint64_t va;		/* page address, NOPAGE when free */
+	uint8_t data[PG];
 };
 
 struct lwrite {
@@ -236,9 +310,12 @@ struct child {
 	int fdi;			/* parent's RW fd index (inherited) */
 	int pass, pass_mode, sock;	/* fd passed over a socket */
 	int newmap, newprot, newexp;	/* child maps again: expectation */
+	int priv, pprot;		/* child maps W privately too */
+	uint64_t paddr;			/* there (set in the child) */
 	int nmaps;			/* child's mappings: inherited + new */
-	struct mapent maps[MAX_MAPS + 1];
-	int holds[MAXSLOTS];		/* inherited mappings per slot */
+	struct mapent maps[MAPS_ROOM + 1];
+	int holds[MAXSLOTS];		/* inherited shared mappings per slot */
+	int holds0[MAXSLOTS];		/* of them, those of order 0 */
 	uint64_t rng;
 	uint64_t mism0;			/* mismatches before the fork */
 	uint8_t snap[WMAX * PG];	/* W as it must read */
@@ -251,8 +328,9 @@ struct worker {
 	int owned[NFILES];
 	struct fdent fds[MAXSLOTS][MAX_FDS];
 	int nfds[MAXSLOTS];
-	struct mapent maps[MAX_MAPS];
+	struct mapent maps[MAPS_ROOM];
 	int nmaps;
+	struct copy copies[MAX_COPIES];
 	struct child ch;
 	int in_child;
 	int send_sock, recv_sock, ring_ok;
@@ -438,6 +516,14 @@ static int order_of(uint64_t size)
 static struct slot *S(int s)
 {
 	return &sh->slots[s];
+}
+
+/* The order a size asks for: at least the minimum (size.c wanted_order). */
+static int wanted(struct slot *sl, uint64_t size)
+{
+	int o = order_of(size);
+
+	return o > sl->min_order ? o : sl->min_order;
 }
 
 static int bound_ok(uint64_t bound, int order)
@@ -634,12 +720,78 @@ static void runs_del(struct slot *sl, uint64_t a, uint64_t b)
 	}
 }
 
+/* ---- the page tables (tree.c): which exist, exactly ---- */
+
+static int tab_find(struct slot *sl, int level, uint64_t idx)
+{
+	int i;
+
+	for (i = 0; i < sl->ntables; i++)
+		if (sl->tables[i].level == level && sl->tables[i].idx == idx)
+			return i;
+	return -1;
+}
+
+static void tab_add(struct slot *sl, int level, uint64_t idx)
+{
+	if (tab_find(sl, level, idx) >= 0)
+		return;
+	if (sl->ntables == MODEL_TABLES) {
+		mismatch("internal: table model full");
+		sl->tables_bad = 1;
+		return;
+	}
+	sl->tables[sl->ntables].level = level;
+	sl->tables[sl->ntables].idx = idx;
+	sl->ntables++;
+}
+
+static void tab_del(struct slot *sl, int i)
+{
+	sl->tables[i] = sl->tables[--sl->ntables];
+}
+
+static uint64_t tab_count(struct slot *sl, int level)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < sl->ntables; i++)
+		n += sl->tables[i].level == level;
+	return n;
+}
+
+/* A walk populated pages [a, b): every table above them exists now. */
+static void tabs_walk(struct slot *sl, uint64_t a, uint64_t b)
+{
+	int l;
+	uint64_t i;
+
+	for (l = 1; l <= sl->order; l++)
+		for (i = a * PG / ext(l); i <= ((b - 1) * PG) / ext(l); i++)
+			tab_add(sl, l, i);
+}
+
+/* free_level: a table goes when the range covers all it spans. */
+static void tabs_free(struct slot *sl, uint64_t start, uint64_t end)
+{
+	int i;
+
+	for (i = 0; i < sl->ntables; i++) {
+		uint64_t e = ext(sl->tables[i].level), a = sl->tables[i].idx * e;
+
+		if (a >= start && a + e <= end)
+			tab_del(sl, i--);
+	}
+}
+
 static void runs_add(struct slot *sl, uint64_t a, uint64_t b)
 {
 	int i, j;
 
 	if (a >= b)
 		return;
+	tabs_walk(sl, a, b);
 	/* first run that ends at or after a (may touch) */
 	i = runs_find(sl, a ? a - 1 : 0);
 	if (i < sl->nruns && sl->runs[i].b < a)
@@ -677,28 +829,80 @@ static void m_clear(struct slot *sl)
 		sl->pages[i].idx = NOPAGE;
 	sl->nruns = 0;
 	sl->churn = 0;
+	sl->ntables = 0;
+	sl->tables_bad = 0;
 }
 
-/* Size change of an unmapped (or growing) morsel, as fs.c does it. */
-static void m_resize(struct slot *sl, uint64_t size)
+/* A new morsel of @size bytes: the order its size wants, no minimum. */
+static void m_new(struct slot *sl, uint64_t size)
 {
-	if (size < sl->size) {
-		m_zero(sl, size, PALIGN(size) - size);
-		m_drop_from(sl, PALIGN(size) / PG);
-		runs_del(sl, PALIGN(size) / PG, UINT64_MAX);
-	}
 	sl->size = size;
+	sl->bound = 0;
+	sl->min_order = 0;
+	sl->order = order_of(size);
+	m_clear(sl);
+	if (sl->order)		/* raising an empty morsel: its root table */
+		tab_add(sl, sl->order, 0);
+}
+
+/*
+ * Raise the order (tree.c raise_order): a populated root becomes entry 0
+ * of a chain of new tables; an empty one is replaced by one new table.
+ */
+static void m_raise(struct slot *sl, int order)
+{
+	int l;
+
+	if (order <= sl->order)
+		return;
+	if (sl->order ? tab_find(sl, sl->order, 0) >= 0 : runs_has(sl, 0)) {
+		for (l = sl->order + 1; l <= order; l++)
+			tab_add(sl, l, 0);
+	} else {
+		tab_add(sl, order, 0);
+	}
+	sl->order = order;
+}
+
+/*
+ * Lower the order (morsel_set_order): everything past the new extent goes,
+ * then the tables above the new root.
+ */
+static void m_lower(struct slot *sl, int order)
+{
+	int l, i;
+
+	m_drop_from(sl, ext(order) / PG);
+	runs_del(sl, ext(order) / PG, UINT64_MAX);
+	tabs_free(sl, ext(order), UINT64_MAX);
+	for (l = sl->order; l > order; l--)
+		if ((i = tab_find(sl, l, 0)) >= 0)
+			tab_del(sl, i);
+	sl->order = order;
 }
 
 /* ---- per-worker fds and mappings ---- */
 
-static int own_maps(int s)
+/* Own mappings of @s: @kind 0 all, 1 mounted, 2 paged, 3 mounted of order 0. */
+static int own_maps_kind(int s, int kind)
 {
 	int i, n = 0;
 
-	for (i = 0; i < W.nmaps; i++)
-		n += W.maps[i].slot == s;
+	for (i = 0; i < W.nmaps; i++) {
+		struct mapent *m = &W.maps[i];
+
+		if (m->slot != s || (kind == 1 && m->paged) ||
+		    (kind == 2 && !m->paged) ||
+		    (kind == 3 && (m->paged || m->vorder)))
+			continue;
+		n++;
+	}
 	return n;
+}
+
+static int own_maps(int s)
+{
+	return own_maps_kind(s, 0);
 }
 
 static int child_alive(void)
@@ -706,10 +910,19 @@ static int child_alive(void)
 	return W.ch.pid > 0;
 }
 
-/* Does the morsel have a mapping anywhere (nr_maps > 0)? */
+/*
+ * Does the morsel have a shared mapping anywhere (nr_maps > 0)?  Private
+ * mappings are not counted: they hold neither the order nor the tables.
+ */
 static int mapped(int s)
 {
-	return own_maps(s) + (child_alive() ? W.ch.holds[s] : 0) > 0;
+	return own_maps_kind(s, 1) + (child_alive() ? W.ch.holds[s] : 0) > 0;
+}
+
+/* A shared mapping of order 0 (its mount entry is page 0's leaf itself)? */
+static int order0_mapped(int s)
+{
+	return own_maps_kind(s, 3) + (child_alive() ? W.ch.holds0[s] : 0) > 0;
 }
 
 static int is_target(int s)
@@ -796,16 +1009,185 @@ static void check_dead(int s)
 	if (sl->live && !sl->named && !W.nfds[s] && !own_maps(s)) {
 		/* a child's inherited mappings keep the old morsel, not the slot */
 		W.ch.holds[s] = 0;
+		W.ch.holds0[s] = 0;
 		sl->live = 0;
-		sl->bound = 0;
-		sl->size = 0;
-		m_clear(sl);
+		m_new(sl, 0);
 	}
+}
+
+/* ---- private copies ---- */
+
+static struct copy *cp_find(uint64_t va)
+{
+	int i;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		if (W.copies[i].va == va)
+			return &W.copies[i];
+	return NULL;
+}
+
+static int cp_count(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		n += W.copies[i].va != NOPAGE;
+	return n;
+}
+
+/* Forget the copies of the pages in [a, a + len). */
+static void cp_drop(uint64_t a, uint64_t len)
+{
+	int i;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		if (W.copies[i].va != NOPAGE && W.copies[i].va >= a &&
+		    W.copies[i].va < a + len)
+			W.copies[i].va = NOPAGE;
+}
+
+/* The copies of [a, a + len) move to @to (mremap). */
+static void cp_move(uint64_t a, uint64_t len, uint64_t to)
+{
+	int i;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		if (W.copies[i].va != NOPAGE && W.copies[i].va >= a &&
+		    W.copies[i].va < a + len)
+			W.copies[i].va = W.copies[i].va - a + to;
+}
+
+/* Truncation takes the copies of file pages from @fo on, too. */
+static void cp_drop_past(int s, uint64_t fo)
+{
+	int i;
+
+	for (i = 0; i < W.nmaps; i++) {
+		struct mapent *m = &W.maps[i];
+
+		if (m->slot != s || !m->priv || m->off + m->len <= fo)
+			continue;
+		if (m->off >= fo)
+			cp_drop(m->addr, m->len);
+		else
+			cp_drop(m->addr + (fo - m->off), m->len - (fo - m->off));
+	}
+}
+
+/* Pages of [rel, rel + len) of private @m that a store would copy now. */
+static int cp_need(struct mapent *m, uint64_t rel, uint64_t len)
+{
+	uint64_t va;
+	int n = 0;
+
+	if (!len)
+		return 0;
+	for (va = PDOWN(m->addr + rel); va < m->addr + rel + len; va += PG)
+		n += !cp_find(va);
+	return n;
 }
 
 static void drop_map(int i)
 {
+	if (W.maps[i].priv)
+		cp_drop(W.maps[i].addr, W.maps[i].len);
 	W.maps[i] = W.maps[--W.nmaps];
+}
+
+/*
+ * [a, a + len) was unmapped (munmap, MAP_FIXED): shared mappings inside
+ * it are gone, private ones lose that part (maybe split in two).
+ */
+static void unmap_model(uint64_t a, uint64_t len)
+{
+	int i, dead[MAPS_ROOM], nd = 0;
+	uint64_t end = a + len;
+
+	for (i = 0; i < W.nmaps; i++) {
+		struct mapent *m = &W.maps[i];
+		uint64_t mend = m->addr + m->len;
+
+		if (mend <= a || m->addr >= end)
+			continue;
+		dead[nd++] = m->slot;
+		if (!m->paged || (m->addr >= a && mend <= end)) {
+			drop_map(i--);
+			continue;
+		}
+		cp_drop(a, len);
+		if (m->addr < a && mend > end) {	/* split */
+			if (W.nmaps == MAPS_ROOM) {
+				mismatch("internal: mapping table full");
+				return;
+			}
+			W.maps[W.nmaps] = *m;
+			W.maps[W.nmaps].addr = end;
+			W.maps[W.nmaps].len = mend - end;
+			W.maps[W.nmaps].off = m->off + (end - m->addr);
+			W.nmaps++;
+			m->len = a - m->addr;
+		} else if (m->addr < a) {
+			m->len = a - m->addr;
+		} else {
+			m->off += end - m->addr;
+			m->len = mend - end;
+			m->addr = end;
+		}
+	}
+	for (i = 0; i < nd; i++)
+		check_dead(dead[i]);
+}
+
+/*
+ * Pages [first, last) (page aligned) leave the tree, as tree.c does it:
+ * freed, except that while a shared mapping of order 0 exists (or the
+ * morsel is order 0 and mapped) page 0 is zeroed and stays.
+ */
+static void m_free_pages(int s, uint64_t first, uint64_t last)
+{
+	struct slot *sl = S(s);
+
+	if (first >= last)
+		return;
+	if (!first && mapped(s) && (!sl->order || order0_mapped(s))) {
+		m_zero(sl, 0, PG);
+		first = PG;
+		if (first >= last)
+			return;
+	}
+	m_zero(sl, first, last - first);
+	runs_del(sl, first / PG, last / PG);
+	if (!mapped(s))		/* morsel_free_range; mapped: tables stay */
+		tabs_free(sl, first, last);
+}
+
+/* The order falls to what the size wants if no shared mapping holds it. */
+static void m_fit(int s)
+{
+	struct slot *sl = S(s);
+	int w = wanted(sl, sl->size);
+
+	if (w < sl->order && !mapped(s))
+		m_lower(sl, w);
+}
+
+/* A successful truncate to @size, as size.c morsel_resize does it. */
+static void m_resize(int s, uint64_t size)
+{
+	struct slot *sl = S(s);
+	int w = wanted(sl, size);
+
+	if (size == sl->size)
+		return;			/* setattr skips it */
+	m_raise(sl, w);
+	if (size < sl->size) {
+		m_zero(sl, size, PALIGN(size) - size);
+		m_free_pages(s, PALIGN(size), UINT64_MAX & ~(PG - 1));
+		cp_drop_past(s, PALIGN(size));
+	}
+	sl->size = size;
+	m_fit(s);
 }
 
 /* Does any own mapping (optionally only those without dontfork) intersect? */
@@ -824,7 +1206,10 @@ static int occupied(uint64_t a, uint64_t len, int forked)
 	return 0;
 }
 
-/* A mapping intersecting [a, a+len) that it does not contain? */
+/*
+ * A shared mapping intersecting [a, a+len) that it does not contain (a
+ * split, refused)?  Private mappings split like any.
+ */
 static int partial_overlap(uint64_t a, uint64_t len)
 {
 	int i;
@@ -832,7 +1217,7 @@ static int partial_overlap(uint64_t a, uint64_t len)
 	for (i = 0; i < W.nmaps; i++) {
 		struct mapent *m = &W.maps[i];
 
-		if (m->addr < a + len && a < m->addr + m->len &&
+		if (!m->paged && m->addr < a + len && a < m->addr + m->len &&
 		    (m->addr < a || m->addr + m->len > a + len))
 			return 1;
 	}
@@ -847,6 +1232,54 @@ static uint64_t pick_addr(int order)
 	if (order == 3)
 		return HINT_BASE + below(12) * ext(3);
 	return HINT_BASE + below(8) * ext(3) + below(4) * ext(order);
+}
+
+/*
+ * May MAP_FIXED replace [a, a + len)?  Only inside the fuzzer's own
+ * regions: a longer extent at a bound address can reach the program's
+ * own memory (its stack), which a MAP_FIXED that fails in ->mmap would
+ * leave unmapped.
+ */
+static int fixed_ok(uint64_t a, uint64_t len)
+{
+	return (a >= BIND_BASE && a + len > a &&
+		a + len <= HINT_BASE + 16 * ext(3)) ||
+	       (a >= HINT4_BASE && a + len > a && a + len <= task_max);
+}
+
+/*
+ * Is [a, a + len) free in this process, the fuzzer's own mappings and the
+ * program's alike?  (A long extent at a bound address may reach the
+ * program's stack or libraries: mmap gives EEXIST then.)  Probed with a
+ * MAP_FIXED_NOREPLACE reservation that is removed again.
+ */
+static int range_free(uint64_t a, uint64_t len)
+{
+	void *p;
+
+	if (!len || a + len < a || a + len > task_max)
+		return 0;
+	p = mmap((void *)(uintptr_t)a, len, PROT_NONE, MAP_PRIVATE |
+		 MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	if ((uintptr_t)p != a) {	/* a kernel without NOREPLACE */
+		munmap(p, len);
+		return 0;
+	}
+	munmap(p, len);
+	return 1;
+}
+
+/*
+ * Does a free hint get used (x86 mmap_address_hint_valid: inside the
+ * address space, and not across the 47-bit default window)?
+ */
+static int hint_used(uint64_t a, uint64_t len)
+{
+	uint64_t window = (1ULL << 47) - PG;
+
+	return (a > window) == (a + len > window) && range_free(a, len);
 }
 
 static uint64_t bind_base(int s, int order)
@@ -907,43 +1340,69 @@ static const char *sname(int sig)
 }
 
 /*
- * Expected signal for touching @off of mapping @m (0: works).  ANY_SIG:
- * --lenient and a page populated past the size: it works if this mapping
- * has mounted the morsel since the page appeared, else SIGBUS.
+ * Expected signal for touching offset @rel of mapping @m (0: works).
+ * ANY_SIG: --lenient and a page populated past the size: it works if this
+ * mapping has mounted the morsel since the page appeared, else SIGBUS.
+ * A private mapping reads its own copy of a page it wrote (truncation
+ * removes copies past the size, so they never raise SIGBUS); PROT_EXEC
+ * alone reads (no protection keys), PROT_NONE does not.
  */
 #define ANY_SIG (-1)
 
-static int expect_access(struct mapent *m, uint64_t off, int write)
+static int expect_access(struct mapent *m, uint64_t rel, int write)
 {
 	struct slot *sl = S(m->slot);
+	uint64_t fo = m->off + rel;
 
-	if (write && !(m->prot & PROT_WRITE))
+	if (write ? !(m->prot & PROT_WRITE) : m->prot == PROT_NONE)
 		return SIGSEGV;
-	if (off >= PALIGN(sl->size)) {
-		if (lenient && runs_has(sl, off / PG))
+	if (m->priv && cp_find(PDOWN(m->addr + rel)))
+		return 0;
+	if (fo >= PALIGN(sl->size)) {
+		if (lenient && !m->paged && runs_has(sl, fo / PG))
 			return ANY_SIG;
 		return SIGBUS;
 	}
 	return 0;
 }
 
+static void cmp_map(const char *what, struct mapent *m, uint64_t rel,
+		    const uint8_t *want, uint64_t n, const char *whose)
+{
+	uint64_t i = 0;
+
+	if (!memcmp(iobuf, want, n))
+		return;
+	while (iobuf[i] == want[i])
+		i++;
+	mismatch("%s: byte at offset %#" PRIx64 " (file offset %#" PRIx64
+		 ") of slot %d through %s map %#" PRIx64 " (%s): got %#x, want %#x",
+		 what, rel + i, m->off + rel + i, m->slot, mkind(m), m->addr,
+		 whose, iobuf[i],
+		 want[i]);
+}
+
 /*
- * Read or write [off, off + len) of mapping @m page by page, checking
- * every byte read and every fault; @data is what to write.
+ * Read or write [rel, rel + len) of mapping @m page by page, checking
+ * every byte read and every fault; @data is what to write.  Through a
+ * private mapping the first touch of a page populates the file's page
+ * (morsel_private_fault) and a store makes it the process's own copy.
  */
-static void x_access(struct mapent *m, uint64_t off, uint64_t len, int write,
+static void x_access(struct mapent *m, uint64_t rel, uint64_t len, int write,
 		     const uint8_t *data, const char *what)
 {
 	struct slot *sl = S(m->slot);
 
 	while (len) {
-		uint64_t n = PG - off % PG;
+		uint64_t n = PG - rel % PG, fo = m->off + rel;
+		uint64_t va = PDOWN(m->addr + rel);
 		int want, got;
-		char *p = (char *)(uintptr_t)(m->addr + off);
+		char *p = (char *)(uintptr_t)(m->addr + rel);
+		struct copy *c;
 
 		if (n > len)
 			n = len;
-		want = expect_access(m, off, write);
+		want = expect_access(m, rel, write);
 		/* a page that should fault is probed with one byte */
 		got = want ? (write ? gcopy(p, data, 1) : gcopy(iobuf, p, 1)) :
 		      (write ? gcopy(p, data, n) : gcopy(iobuf, p, n));
@@ -953,38 +1412,53 @@ static void x_access(struct mapent *m, uint64_t off, uint64_t len, int write,
 				got = write ? gcopy(p, data, n) : gcopy(iobuf, p, n);
 		}
 		if (got != want) {
-			mismatch("%s: %s at offset %#" PRIx64 " of slot %d (size %#"
-				 PRIx64 ", populated %d, map %#" PRIx64 " prot %d): "
-				 "got %s, want %s", what, write ? "write" : "read",
-				 off, m->slot, sl->size, runs_has(sl, off / PG),
-				 m->addr, m->prot, sname(got), sname(want));
+			mismatch("%s: %s at offset %#" PRIx64 " (file offset %#"
+				 PRIx64 ") of slot %d (size %#" PRIx64
+				 ", populated %d, %s map %#" PRIx64 "+%#" PRIx64
+				 " prot %d): got %s, want %s", what,
+				 write ? "write" : "read", rel, fo, m->slot,
+				 sl->size, runs_has(sl, fo / PG), mkind(m), m->addr,
+				 m->len,
+				 m->prot, sname(got), sname(want));
 			if (want && !got)	/* it works: follow reality */
 				got = write ? gcopy(p, data, n) : gcopy(iobuf, p, n);
 		}
-		if (!got) {
-			runs_add(sl, off / PG, off / PG + 1);
+		if (got) {
+			if (!want)
+				break;	/* an unexpected fault: stop here */
+		} else if (m->priv && (c = cp_find(va))) {
+			if (write)
+				memcpy(c->data + rel % PG, data, n);
+			else
+				cmp_map(what, m, rel, c->data + rel % PG, n,
+					"its own copy");
+		} else if (m->priv) {
+			runs_add(sl, fo / PG, fo / PG + 1);
 			if (write) {
-				m_write(sl, off, data, n);
-			} else {
-				m_read(sl, off, n, expbuf);
-				if (memcmp(iobuf, expbuf, n)) {
-					uint64_t i = 0;
-
-					while (iobuf[i] == expbuf[i])
-						i++;
-					mismatch("%s: byte at offset %#" PRIx64
-						 " of slot %d through map %#" PRIx64
-						 ": got %#x, want %#x",
-						 what, off + i, m->slot, m->addr,
-						 iobuf[i], expbuf[i]);
+				c = cp_find(NOPAGE);
+				if (!c) {
+					mismatch("internal: no room for a copy");
+				} else {
+					c->va = va;
+					m_read(sl, PDOWN(fo), PG, c->data);
+					memcpy(c->data + rel % PG, data, n);
 				}
+			} else {
+				m_read(sl, fo, n, expbuf);
+				cmp_map(what, m, rel, expbuf, n, "the file");
 			}
-		} else if (!want) {
-			break;		/* an unexpected fault: stop here */
+		} else {
+			runs_add(sl, fo / PG, fo / PG + 1);
+			if (write) {
+				m_write(sl, fo, data, n);
+			} else {
+				m_read(sl, fo, n, expbuf);
+				cmp_map(what, m, rel, expbuf, n, "the file");
+			}
 		}
 		if (write)
 			data += n;
-		off += n;
+		rel += n;
 		len -= n;
 	}
 }
@@ -1006,8 +1480,11 @@ static void cmp_bytes(const char *what, int s, uint64_t off,
 	}
 }
 
-/* What eviction of [start, end) (end <= size, or past it
- * for trim_past_size) does, as file.c does it. */
+/*
+ * What eviction of [start, end) (end <= size, or past it for
+ * trim_past_size) does, as file.c morsel_evict does it.  Private mappings
+ * keep their copies; their other pages fault the file's again.
+ */
 static void m_evict(int s, uint64_t start, uint64_t end)
 {
 	struct slot *sl = S(s);
@@ -1021,11 +1498,7 @@ static void m_evict(int s, uint64_t start, uint64_t end)
 	m_zero(sl, start, first - start);
 	if (last < end)
 		m_zero(sl, last, end - last);
-	if (first == last)
-		return;
-	m_zero(sl, first, last - first);
-	if (!(mapped(s) && order_of(sl->size) == 0))
-		runs_del(sl, first / PG, last / PG);
+	m_free_pages(s, first, last);
 }
 
 /* read(2) family: method 0 pread, 1 lseek+read, 2 preadv (2 iovecs). */
@@ -1089,7 +1562,7 @@ static void x_write(int s, int fdi, int64_t off, uint64_t len, int method,
 {
 	struct fdent *f = &W.fds[s][fdi];
 	struct slot *sl = S(s);
-	int want = 0, want2 = 0, order = order_of(sl->size), need = order;
+	int want = 0, want2 = 0, order = sl->order, need = order;
 	uint64_t count = len;
 	ssize_t r;
 
@@ -1108,8 +1581,9 @@ static void x_write(int s, int fdi, int64_t off, uint64_t len, int method,
 	} else {
 		if (count > max_bytes - off)
 			count = max_bytes - off;
-		need = order_of(off + count);
-		if (need > order && (mapped(s) || !bound_ok(sl->bound, need)))
+		/* the order rises also while mapped; only a binding refuses */
+		need = wanted(sl, off + count);
+		if (need > order && !bound_ok(sl->bound, need))
 			want = EBUSY;
 		else if (!data)
 			want = EFAULT;
@@ -1132,20 +1606,22 @@ static void x_write(int s, int fdi, int64_t off, uint64_t len, int method,
 	}
 	if (want == EFAULT && r == -1 && errno == EFAULT) {
 		/*
-		 * The page at off was populated before the copy failed; what
-		 * lies past the size is freed again (trim_past_size), and a
-		 * raised order is lowered again.
+		 * The order was raised and the page at off populated before
+		 * the copy failed; what lies past the size is freed again
+		 * (trim_past_size, in the raised extent), and the order falls
+		 * back to what the size wants unless a shared mapping holds it
+		 * (morsel_fit_order).
 		 */
 		int grown = need > order ? need : order;
 		uint64_t end = PALIGN(off + PG) < ext(grown) ? PALIGN(off + PG) :
 							       ext(grown);
 
+		m_raise(sl, grown);
 		runs_add(sl, off / PG, off / PG + 1);
 		sl->churn++;
-		if (PALIGN(sl->size) < end)
-			m_evict(s, PALIGN(sl->size), end);
+		m_free_pages(s, PALIGN(sl->size), end);
 		if (grown > order)
-			runs_del(sl, ext(order) / PG, UINT64_MAX);
+			m_fit(s);
 		errno = EFAULT;
 	}
 	if (!check("write", r, want, want2))
@@ -1157,6 +1633,7 @@ static void x_write(int s, int fdi, int64_t off, uint64_t len, int method,
 			return;
 		count = r;
 	}
+	m_raise(sl, need);
 	m_write(sl, off, data, count);
 	runs_add(sl, off / PG, (off + count - 1) / PG + 1);
 	sl->churn++;
@@ -1212,7 +1689,7 @@ static void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 {
 	struct fdent *f = &W.fds[s][fdi];
 	struct slot *sl = S(s);
-	int want = 0, order = order_of(sl->size), neworder = order;
+	int want = 0, order = sl->order, neworder = order;
 	int mm = mode & ~FALLOC_FL_KEEP_SIZE;
 	uint64_t end;
 	long ret;
@@ -1233,9 +1710,8 @@ static void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 		want = EOPNOTSUPP;
 	else if (!mm && !(mode & FALLOC_FL_KEEP_SIZE) &&
 		 (uint64_t)off + len > sl->size) {
-		neworder = order_of(off + len);
-		if (neworder > order &&
-		    (mapped(s) || !bound_ok(sl->bound, neworder)))
+		neworder = wanted(sl, off + len);
+		if (neworder > order && !bound_ok(sl->bound, neworder))
 			want = EBUSY;
 		if (neworder < order)
 			neworder = order;
@@ -1244,6 +1720,7 @@ static void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 	if (!check("fallocate", ret, want, 0))
 		return;
 	end = off + len;
+	m_raise(sl, neworder);
 	if (mm == FALLOC_FL_PUNCH_HOLE) {
 		if ((uint64_t)off < sl->size)
 			m_evict(s, off, end < sl->size ? end : sl->size);
@@ -1268,7 +1745,7 @@ static void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 static void x_truncate(int s, int fdi, int64_t size)
 {
 	struct slot *sl = S(s);
-	int want = 0, order = order_of(sl->size), neworder;
+	int want = 0;
 	long ret;
 
 	note("truncate slot %d %s%s to %" PRId64, s, fdi < 0 ? "path" : "fd ",
@@ -1278,9 +1755,10 @@ static void x_truncate(int s, int fdi, int64_t size)
 	} else if ((uint64_t)size > max_bytes) {
 		want = EFBIG;
 	} else if ((uint64_t)size != sl->size) {
-		neworder = order_of(size);
-		if (((uint64_t)size < sl->size || neworder != order) &&
-		    (mapped(s) || !bound_ok(sl->bound, neworder)))
+		/* shrinking and a new order work also while mapped */
+		int w = wanted(sl, size);
+
+		if (w > sl->order && !bound_ok(sl->bound, w))
 			want = EBUSY;
 	}
 	if (fdi >= 0)
@@ -1288,7 +1766,7 @@ static void x_truncate(int s, int fdi, int64_t size)
 	else
 		ret = truncate(path(sl->name), size);
 	if (check("truncate", ret, want, 0))
-		m_resize(sl, size);
+		m_resize(s, size);
 }
 
 /* ---- checks of STAT and MAPPINGS ---- */
@@ -1298,28 +1776,38 @@ static void x_stat(int s, int full)
 	struct slot *sl = S(s);
 	struct morsel_stat st;
 	struct stat fst;
-	int fdi = pick_fd(s, 0), order = order_of(sl->size), l, err;
+	int fdi = pick_fd(s, 0), order = sl->order, l, err;
 
 	if (fdi < 0)
 		return;
 	note("stat slot %d%s", s, full ? "" : " (partial)");
-	if (fstat(W.fds[s][fdi].fd, &fst) || (uint64_t)fst.st_size != sl->size)
-		mismatch("fstat slot %d: size %lld, want %#" PRIx64, s,
-			 (long long)fst.st_size, sl->size);
+	if (fstat(W.fds[s][fdi].fd, &fst) || (uint64_t)fst.st_size != sl->size ||
+	    fst.st_nlink != (nlink_t)sl->named)
+		mismatch("fstat slot %d: size %lld nlink %lu, want %#" PRIx64 " and %d",
+			 s, (long long)fst.st_size, (unsigned long)fst.st_nlink,
+			 sl->size, sl->named);
 	err = morsel_stat(W.fds[s][fdi].fd, &st);
 	if (err) {
 		mismatch("MORSEL_IOC_STAT slot %d: %s", s, ename(-err));
 		return;
 	}
 	if (st.order != (uint64_t)order || st.extent != ext(order) ||
-	    st.size != sl->size || st.bound != sl->bound)
+	    st.size != sl->size || st.bound != sl->bound ||
+	    st.min_order != (uint64_t)sl->min_order) {
 		mismatch("STAT slot %d: order %llu extent %#llx size %#llx bound %#llx"
-			 ", want order %d size %#" PRIx64 " bound %#" PRIx64, s,
+			 " min_order %llu, want order %d size %#" PRIx64 " bound %#"
+			 PRIx64 " min_order %d", s,
 			 (unsigned long long)st.order,
 			 (unsigned long long)st.extent,
 			 (unsigned long long)st.size,
-			 (unsigned long long)st.bound, order, sl->size,
-			 sl->bound);
+			 (unsigned long long)st.bound,
+			 (unsigned long long)st.min_order, order, sl->size,
+			 sl->bound, sl->min_order);
+		if (st.order <= (uint64_t)max_order) {	/* follow reality */
+			sl->order = order = st.order;
+			sl->tables_bad = 1;
+		}
+	}
 	for (l = order; l < MORSEL_TABLE_LEVELS; l++)
 		if (st.tables[l])
 			mismatch("STAT slot %d: order %d has %llu tables of level %d",
@@ -1327,15 +1815,33 @@ static void x_stat(int s, int full)
 	if (order && st.tables[order - 1] > 1)
 		mismatch("STAT slot %d: %llu root tables", s,
 			 (unsigned long long)st.tables[order - 1]);
+	/* a populated morsel of order >= 1 has its root table */
+	if (order && st.pages && st.tables[order - 1] != 1)
+		mismatch("STAT slot %d: order %d with %llu pages but no root table",
+			 s, order, (unsigned long long)st.pages);
 	if (!full)
 		return;
+	/* every table, exactly: an order rise adds, free_range removes */
+	for (l = 0; l < MORSEL_TABLE_LEVELS && !sl->tables_bad; l++)
+		if (st.tables[l] != tab_count(sl, l + 1)) {
+			mismatch("STAT slot %d: order %d, tables %llu %llu %llu %llu"
+				 ", model %" PRIu64 " %" PRIu64 " %" PRIu64 " %"
+				 PRIu64 " (levels 1-4)", s, order,
+				 (unsigned long long)st.tables[0],
+				 (unsigned long long)st.tables[1],
+				 (unsigned long long)st.tables[2],
+				 (unsigned long long)st.tables[3],
+				 tab_count(sl, 1), tab_count(sl, 2),
+				 tab_count(sl, 3), tab_count(sl, 4));
+			sl->tables_bad = 1;
+		}
 	if ((uint64_t)fst.st_blocks != runs_count(sl) * (PG / 512))
 		mismatch("fstat slot %d: st_blocks %lld, model %" PRIu64 " pages",
 			 s, (long long)fst.st_blocks, runs_count(sl));
 	if (st.pages != runs_count(sl))
 		mismatch("STAT slot %d: %llu pages populated, model %" PRIu64,
 			 s, (unsigned long long)st.pages, runs_count(sl));
-	if (st.mappings != (uint64_t)own_maps(s) +
+	if (st.mappings != (uint64_t)own_maps_kind(s, 1) +
 	    (child_alive() ? W.ch.holds[s] : 0)) {
 		struct morsel_mapping mm[8];
 		char list[400] = "";
@@ -1356,18 +1862,19 @@ static void x_stat(int s, int full)
 		mismatch("STAT slot %d: %llu mappings, model %d own + %d in child %d"
 			 " (pid %d; child %s, code %d status %d);%s", s,
 			 (unsigned long long)st.mappings,
-			 own_maps(s), child_alive() ? W.ch.holds[s] : 0,
+			 own_maps_kind(s, 1), child_alive() ? W.ch.holds[s] : 0,
 			 child_alive() ? W.ch.pid : 0, (int)getpid(),
 			 si.si_pid ? "exited" : "running", si.si_code,
 			 si.si_status, list);
 	}
 	if (!child_alive()) {
-		struct morsel_mapping mm[MAX_MAPS + 2];
-		int n = morsel_mappings(W.fds[s][fdi].fd, mm, MAX_MAPS + 2), i, j;
+		struct morsel_mapping mm[MAPS_ROOM + 2];
+		int n = morsel_mappings(W.fds[s][fdi].fd, mm, MAPS_ROOM + 2), i, j;
 
-		if (n != own_maps(s)) {
+		/* page-by-page mappings are neither counted nor listed */
+		if (n != own_maps_kind(s, 1)) {
 			mismatch("MAPPINGS slot %d: %d, model %d", s, n,
-				 own_maps(s));
+				 own_maps_kind(s, 1));
 			return;
 		}
 		for (i = 0; i < n; i++) {
@@ -1377,7 +1884,7 @@ static void x_stat(int s, int full)
 					(m->prot & PROT_WRITE ? MORSEL_PROT_WRITE : 0) |
 					(m->prot & PROT_EXEC ? MORSEL_PROT_EXEC : 0);
 
-				if (m->slot == s && m->addr == mm[i].addr &&
+				if (m->slot == s && !m->paged && m->addr == mm[i].addr &&
 				    prot == mm[i].prot &&
 				    mm[i].pid == (uint64_t)getpid())
 					break;
@@ -1404,6 +1911,9 @@ static int64_t pick_size(int s)
 	};
 	uint64_t r = below(100), o, lo;
 
+	/* a mapped morsel cut to nothing: what do its mappings see? */
+	if (mapped(s) && one_in(8))
+		return 0;
 	if (r < 35)
 		return edges[below(sizeof(edges) / sizeof(edges[0]))];
 	if (r < 37)
@@ -1444,7 +1954,7 @@ static uint64_t model_page(int s)
 static int64_t pick_off(int s)
 {
 	struct slot *sl = S(s);
-	uint64_t sz = sl->size, e = ext(order_of(sz)), r = below(100), p;
+	uint64_t sz = sl->size, e = ext(sl->order), r = below(100), p;
 
 	if (r < 15 && sz)
 		return below(sz);
@@ -1477,14 +1987,21 @@ static int64_t pick_off(int s)
 }
 
 /* An offset inside the extent for an access through a mapping. */
-static uint64_t pick_moff(int s)
+static uint64_t pick_moff(struct mapent *m)
 {
-	struct slot *sl = S(s);
-	uint64_t sz = sl->size, e = ext(order_of(sz)), r = below(100), p, o;
+	struct slot *sl = S(m->slot);
+	uint64_t sz = sl->size, e = m->off + m->len, r = below(100), p, o;
+	int i;
 
+	if (m->priv && r < 15) {	/* a page it has a copy of */
+		for (i = below(MAX_COPIES); i < MAX_COPIES; i++)
+			if (W.copies[i].va >= m->addr &&
+			    W.copies[i].va < m->addr + m->len)
+				return W.copies[i].va - m->addr + below(PG);
+	}
 	if (r < 35 && sz)
 		o = below(PALIGN(sz));
-	else if (r < 60 && (p = model_page(s)) != NOPAGE)
+	else if (r < 60 && (p = model_page(m->slot)) != NOPAGE)
 		o = p * PG + below(PG);
 	else if (r < 80) {
 		uint64_t c[] = { 0, sz ? sz - 1 : 0, sz,
@@ -1493,8 +2010,11 @@ static uint64_t pick_moff(int s)
 
 		o = c[below(sizeof(c) / sizeof(c[0]))];
 	} else
-		o = below(e);
-	return o < e ? o : e - 1;
+		o = m->off + below(m->len);
+	/* a file offset: into the mapping's window */
+	if (o < m->off || o >= e)
+		o = m->off + (o < m->off ? below(m->len) : m->len - 1 - below(PG));
+	return o - m->off;
 }
 
 /* Shrink a write so that the model can hold it; returns the length. */
@@ -1541,6 +2061,29 @@ static void op_create(int s)
 		want = EINVAL;
 	else if ((uint64_t)size > max_bytes)
 		want = EFBIG;
+	if (one_in(5)) {
+		/* an unnamed morsel; O_EXCL: never to be linked; O_RDONLY: EINVAL */
+		int excl = one_in(4), ro = one_in(12);
+
+		note("open(O_TMPFILE%s%s) slot %d + ftruncate %" PRId64,
+		     excl ? "|O_EXCL" : "", ro ? ", ro" : "", s, size);
+		fd = open(dir, O_TMPFILE | (ro ? O_RDONLY : O_RDWR) |
+			  (excl ? O_EXCL : 0) | O_CLOEXEC, 0644);
+		if (!check("open(O_TMPFILE)", fd, ro ? EINVAL : 0, 0))
+			return;
+		if (ro) {	/* unexpected success */
+			close(fd);
+			return;
+		}
+		sl->live = 1;
+		sl->named = 0;
+		sl->linkable = !excl;
+		m_new(sl, 0);
+		add_fd(s, fd, O_RDWR);
+		x_truncate(s, W.nfds[s] - 1, size);
+		return;
+	}
+	sl->linkable = 0;
 	if (one_in(2)) {
 		note("morsel_create slot %d %s size %" PRId64, s, name, size);
 		fd = morsel_create(path(name), size, 0644);
@@ -1559,9 +2102,7 @@ static void op_create(int s)
 			return;
 		sl->live = 1;
 		sl->named = 1;
-		sl->size = 0;
-		sl->bound = 0;
-		m_clear(sl);
+		m_new(sl, 0);
 		snprintf(sl->name, sizeof(sl->name), "%s", name);
 		add_fd(s, fd, O_RDWR);
 		x_truncate(s, W.nfds[s] - 1, size);
@@ -1569,9 +2110,7 @@ static void op_create(int s)
 	}
 	sl->live = 1;
 	sl->named = 1;
-	sl->size = size;
-	sl->bound = 0;
-	m_clear(sl);
+	m_new(sl, size);
 	snprintf(sl->name, sizeof(sl->name), "%s", name);
 	add_fd(s, fd, O_RDWR);
 }
@@ -1582,6 +2121,7 @@ static void op_open(int s)
 	struct slot *sl = S(s);
 	int mode = modes[below(5)], extra = 0, want = 0, fd;
 	uint64_t r = below(20);
+	const char *name;
 
 	if (!sl->named) {
 		note("open slot %d: a name that does not exist", s);
@@ -1600,12 +2140,11 @@ static void op_open(int s)
 		want = EINVAL;
 	else if (extra & O_EXCL)
 		want = EEXIST;
-	else if (extra == O_TRUNC && sl->size && mapped(s))
-		want = EBUSY;
-	note("open slot %d %s %s%s", s, sl->name, mname(mode),
+	name = sl->named == 2 && one_in(2) ? sl->name2 : sl->name;
+	note("open slot %d %s %s%s", s, name, mname(mode),
 	     extra == O_TRUNC ? " O_TRUNC" : extra == O_DIRECT ? " O_DIRECT" :
 	     extra ? " O_CREAT|O_EXCL" : "");
-	fd = open(path(sl->name), mode | extra | O_CLOEXEC, 0644);
+	fd = open(path(name), mode | extra | O_CLOEXEC, 0644);
 	if (!check("open", fd, want, 0))
 		return;
 	if (want) {		/* unexpected success */
@@ -1613,7 +2152,7 @@ static void op_open(int s)
 		return;
 	}
 	if (extra == O_TRUNC)
-		m_resize(sl, 0);
+		m_resize(s, 0);	/* works also while mapped */
 	add_fd(s, fd, mode);
 }
 
@@ -1638,8 +2177,8 @@ static void op_truncate(int s)
 		return;
 	if (fdi >= 0 && S(s)->named && one_in(4))
 		fdi = -1;
-	if (one_in(3) && (fdi >= 0 || S(s)->named)) {
-		/* unmapped, so that order changes and shrinks happen too */
+	if (one_in(4) && (fdi >= 0 || S(s)->named)) {
+		/* unmapped now and then, so that the order falls too */
 		unmap_all(s);
 		if (fdi < 0 && !S(s)->named)
 			return;
@@ -1672,45 +2211,119 @@ static void op_read(int s)
 	x_read(s, fdi, off, len, below(3), one_in(25));
 }
 
-/* mmap with every kind of argument; the model predicts the outcome. */
-static void op_mmap(int s)
+/* Record a new mapping of @s. */
+static void add_map(int s, uint64_t addr, uint64_t len, int prot, int kind,
+		    int vorder, uint64_t off)
 {
-	static const int prots[] = {
-		PROT_READ, PROT_READ, PROT_READ | PROT_WRITE,
-		PROT_READ | PROT_WRITE, PROT_READ | PROT_WRITE,
-		PROT_READ | PROT_EXEC, PROT_READ | PROT_WRITE | PROT_EXEC,
-		PROT_NONE, PROT_EXEC, PROT_WRITE, PROT_WRITE | PROT_EXEC,
-	};
+	struct mapent *m;
+
+	if (W.nmaps == MAPS_ROOM) {
+		mismatch("internal: mapping table full");
+		munmap((void *)(uintptr_t)addr, len);
+		return;
+	}
+	m = &W.maps[W.nmaps++];
+	memset(m, 0, sizeof(*m));
+	m->slot = s;
+	m->addr = addr;
+	m->len = len;
+	m->prot = prot;
+	m->paged = kind != MK_MOUNTED;
+	m->priv = kind == MK_PRIVATE;
+	m->maywrite = 0;		/* set by mmap_paged */
+	m->vorder = vorder;
+	m->off = off;
+}
+
+/*
+ * A failed mmap: was it one of the @ne acceptable errors @err?  Returns
+ * the index of the error, or @ne (reported).
+ */
+static int mmap_failed(int s, const int *err, int ne)
+{
+	char errs[128] = "";
+	int got = errno, k;
+
+	for (k = 0; k < ne; k++)
+		snprintf(errs + strlen(errs), sizeof(errs) - strlen(errs), "%s%s",
+			 k ? "/" : "", ename(err[k]));
+	for (k = 0; k < ne && err[k] != got; k++)
+		;
+	if (!ne)
+		mismatch("mmap slot %d: got %s, want success", s, ename(got));
+	else if (k == ne)
+		mismatch("mmap slot %d: got %s, want %s", s, ename(got), errs);
+	return k;
+}
+
+/*
+ * MAP_FIXED that fails in ->mmap leaves a gap where the old mappings
+ * were (mm/vma.h vms_abort_munmap_vmas); an accounting failure (ENOMEM)
+ * comes earlier and restores them.
+ */
+static void fixed_gap(uint64_t a, uint64_t len)
+{
+	int k;
+
+	for (k = 0; k < W.nmaps; k++) {
+		struct mapent *m = &W.maps[k];
+
+		if (m->addr >= a && m->addr + m->len <= a + len &&
+		    !mprotect((void *)(uintptr_t)m->addr, m->len, m->prot))
+			mismatch("failed MAP_FIXED left the old mapping %#" PRIx64,
+				 m->addr);
+	}
+	unmap_model(a, len);
+}
+
+/*
+ * A shared mapping: the whole extent of the smallest order >= the
+ * morsel's that holds the length (file.c morsel_mmap_len); a longer one
+ * raises the morsel's order to the VMA's (mount.c map_check).
+ */
+static void mmap_shared(int s, int fdi, int prot)
+{
 	struct slot *sl = S(s);
-	int fdi = pick_fd(s, 0), order = order_of(sl->size), prot, flags, i;
-	int err[8], ne = 0, nhook = 0, place, k;
-	char errs[96] = "";
-	uint64_t e = ext(order), len, off = 0, hint = 0, want_addr = 0;
+	int order = sl->order, vo, flags, err[10], ne = 0, nhook, place, k;
+	uint64_t e = ext(order), E, len, off = 0, hint = 0, want_addr = 0;
+	int mode = W.fds[s][fdi].mode;
 	char *p;
 
-	if (fdi < 0)
-		return;
-	if (W.nmaps == MAX_MAPS)
-		return;
-	prot = prots[below(sizeof(prots) / sizeof(prots[0]))];
-	flags = one_in(12) ? MAP_PRIVATE : one_in(10) ? MAP_SHARED_VALIDATE :
-		MAP_SHARED;
+	flags = one_in(10) ? MAP_SHARED_VALIDATE : MAP_SHARED;
 	place = below(10);	/* 0-4 none, 5-6 hint, 7 fixed, 8 noreplace, 9 fixed unaligned */
-	switch (below(12)) {
+	if (place >= 7 && W.nmaps + 2 > MAX_MAPS)
+		place = 0;
+	switch (below(14)) {
 	case 0: len = 1; break;
 	case 1: len = sl->size && sl->size <= e ? sl->size : e; break;
 	case 2: len = 1 + below(e); break;
 	case 3: len = one_in(2) ? e + 1 : 0; break;
+	case 4: case 5:		/* longer than the extent */
+		if (order < max_order) {
+			int o = order + 1 + below(max_order - order);
+
+			len = one_in(2) ? ext(o) :
+			      ext(o - 1) + 1 + below(ext(o) - ext(o - 1));
+		} else {
+			len = e;
+		}
+		break;
+	case 6: len = one_in(3) ? max_bytes + 1 : e; break;
 	default: len = e;
 	}
-	if (one_in(20))
-		off = one_in(2) ? PG : e;
+	vo = !len || order_of(len) > max_order ? -1 :
+	     order_of(len) > order ? order_of(len) : order;
+	E = vo < 0 ? e : ext(vo);
+	if (one_in(40))
+		off = 1 + below(PG - 1);	/* unaligned: EINVAL */
 	if (sl->bound && place >= 5 && place <= 8 && one_in(2))
 		hint = sl->bound;
 	else if (place >= 5)
-		hint = pick_addr(order) + (place == 9 ? PG : 0);
+		hint = pick_addr(vo < 0 ? order : vo) + (place == 9 ? PG : 0);
 	if (place == 5 && one_in(2))
 		hint += PG;	/* a hint is rounded up */
+	if ((place == 7 || place == 9) && !fixed_ok(PDOWN(hint), E))
+		place = 5;
 	if (place == 7 || place == 9)
 		flags |= MAP_FIXED;
 	else if (place == 8)
@@ -1725,11 +2338,9 @@ static void op_mmap(int s)
 	 * First those decided before anything is unmapped, then those of
 	 * morsel_mmap(), after MAP_FIXED has already removed what was there.
 	 */
-	if (!fd_r(W.fds[s][fdi].mode) ||
-	    ((flags & MAP_TYPE) != MAP_PRIVATE && (prot & PROT_WRITE) &&
-	     !fd_w(W.fds[s][fdi].mode)))
+	if (!fd_r(mode) || ((prot & PROT_WRITE) && !fd_w(mode)))
 		err[ne++] = EACCES;
-	if (!len || len > e || off)
+	if (vo < 0 || off)
 		err[ne++] = EINVAL;
 	/* MAP_SHARED_VALIDATE refuses flags outside the legacy mask */
 	if ((flags & MAP_TYPE) == MAP_SHARED_VALIDATE &&
@@ -1737,127 +2348,290 @@ static void op_mmap(int s)
 		err[ne++] = EOPNOTSUPP;
 	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 		if (hint % PG || (sl->bound && hint != sl->bound) ||
-		    (!sl->bound && hint % e))
+		    (!sl->bound && hint % E))
 			err[ne++] = EINVAL;
-		else if ((flags & MAP_FIXED_NOREPLACE) && occupied(hint, e, 0))
+		else if (hint + E > task_max)
+			err[ne++] = ENOMEM;
+		else if ((flags & MAP_FIXED_NOREPLACE) && !range_free(hint, E))
 			err[ne++] = EEXIST;
-		else if ((flags & MAP_FIXED) && partial_overlap(hint, e))
+		else if ((flags & MAP_FIXED) && partial_overlap(hint, E))
 			err[ne++] = EINVAL;
 		want_addr = hint;
 	} else if (sl->bound) {
-		if (occupied(sl->bound, e, 0))
+		if (sl->bound + E > task_max)
+			err[ne++] = ENOMEM;
+		else if (!range_free(sl->bound, E))
 			err[ne++] = EEXIST;
 		want_addr = sl->bound;
-	} else if (hint && !occupied((hint + e - 1) & ~(e - 1), e, 0)) {
-		want_addr = (hint + e - 1) & ~(e - 1);
+	} else if (hint && hint_used((hint + E - 1) & ~(E - 1), E)) {
+		want_addr = (hint + E - 1) & ~(E - 1);
 	}
 	nhook = ne;
 	if (!(prot & (PROT_READ | PROT_WRITE)))	/* cannot read */
 		err[ne++] = EACCES;
-	if ((flags & MAP_TYPE) == MAP_PRIVATE) {
+	/* a bound morsel's longer extent must fit its address (map_check) */
+	if (sl->bound && vo > order && sl->bound % E)
 		err[ne++] = EINVAL;
-		/* a private writable mapping is accounted first (overcommit) */
-		if (prot & PROT_WRITE)
-			err[ne++] = ENOMEM;
-	}
-	for (k = 0; k < ne; k++)
-		snprintf(errs + strlen(errs), sizeof(errs) - strlen(errs), "%s%s",
-			 k ? "/" : "", ename(err[k]));
-	note("mmap slot %d fd %s len %#" PRIx64 " prot %d flags %#x off %#" PRIx64
-	     " addr %#" PRIx64, s, mname(W.fds[s][fdi].mode), len, prot, flags,
-	     off, hint);
+	note("mmap slot %d shared fd %s len %#" PRIx64 " prot %d flags %#x off %#"
+	     PRIx64 " addr %#" PRIx64 " (order %d, VMA order %d)", s,
+	     mname(mode), len, prot, flags, off, hint, order, vo);
 	p = mmap((void *)(uintptr_t)hint, len, prot, flags, W.fds[s][fdi].fd,
 		 off);
-	tally("mmap", p == MAP_FAILED ? errno : 0);
+	tally(vo > order ? "mmap shared longer" : "mmap shared",
+	      p == MAP_FAILED ? errno : 0);
 	if (p == MAP_FAILED) {
 		int got = errno;
 
-		for (k = 0; k < ne && err[k] != got; k++)
-			;
-		if (!ne)
-			mismatch("mmap: got %s, want success", ename(got));
-		else if (k == ne)
-			mismatch("mmap: got %s, want %s", ename(got), errs);
-		/*
-		 * MAP_FIXED that fails in ->mmap leaves a gap where the old
-		 * mappings were (mm/vma.h vms_abort_munmap_vmas); an
-		 * accounting failure (ENOMEM) comes earlier and restores them.
-		 */
+		k = mmap_failed(s, err, ne);
 		if ((flags & MAP_FIXED) && !nhook && k < ne && got != ENOMEM &&
-		    !partial_overlap(hint, e)) {
-			for (k = 0; k < W.nmaps; k++) {
-				struct mapent *m = &W.maps[k];
-
-				if (m->addr >= hint && m->addr + m->len <= hint + e) {
-					int old = m->slot;
-
-					if (!mprotect((void *)(uintptr_t)m->addr,
-						      m->len, m->prot))
-						mismatch("failed MAP_FIXED left the old mapping %#"
-							 PRIx64, m->addr);
-					drop_map(k--);
-					check_dead(old);
-				}
-			}
-		}
+		    !partial_overlap(hint, E))
+			fixed_gap(hint, E);
 		return;
 	}
 	if (ne) {
+		char errs[128] = "";
+
+		for (k = 0; k < ne; k++)
+			snprintf(errs + strlen(errs), sizeof(errs) - strlen(errs),
+				 "%s%s", k ? "/" : "", ename(err[k]));
 		mismatch("mmap slot %d prot %d: succeeded at %p, want %s", s, prot,
 			 p, errs);
-		munmap(p, e);
+		munmap(p, E);
 		return;
 	}
-	if ((uintptr_t)p % e || (want_addr && (uintptr_t)p != want_addr))
+	if ((uintptr_t)p % E || (want_addr && (uintptr_t)p != want_addr))
 		mismatch("mmap slot %d: at %p, want %#" PRIx64 " aligned to %#"
-			 PRIx64, s, p, want_addr, e);
+			 PRIx64, s, p, want_addr, E);
 	/* MAP_FIXED replaced whatever it covered */
-	if (flags & MAP_FIXED) {
-		for (i = 0; i < W.nmaps; i++) {
-			struct mapent *m = &W.maps[i];
-
-			if (m->addr >= (uintptr_t)p && m->addr + m->len <= (uintptr_t)p + e) {
-				int old = m->slot;
-
-				drop_map(i--);
-				check_dead(old);
-			}
-		}
-	} else if (occupied((uintptr_t)p, e, 0)) {
+	if (flags & MAP_FIXED)
+		unmap_model((uintptr_t)p, E);
+	else if (occupied((uintptr_t)p, E, 0))
 		mismatch("mmap slot %d: %p overlaps an existing mapping", s, p);
-	}
-	W.maps[W.nmaps].slot = s;
-	W.maps[W.nmaps].addr = (uintptr_t)p;
-	W.maps[W.nmaps].len = e;
-	W.maps[W.nmaps].prot = prot;
-	W.maps[W.nmaps].dontfork = 0;
-	W.maps[W.nmaps].huge = 0;
-	W.nmaps++;
+	add_map(s, (uintptr_t)p, E, prot, MK_MOUNTED, vo, 0);
+	m_raise(sl, vo);
 	/*
 	 * MAP_POPULATE has no effect on a morsel (docs/interface.md): the
 	 * kernel skips VM_PFNMAP mappings; the next STAT checks the count.
 	 */
 }
 
-static int pick_map(int s)
+/*
+ * A page-by-page mapping (file.c): private, or shared at an offset other
+ * than 0 (which a shared one always has here: at 0 it would be mounted);
+ * any page-aligned window and rights.  MAP_POPULATE faults the window in
+ * up to the size, read only (a writable private one is left out: it would
+ * copy every page).
+ */
+static void mmap_paged(int s, int fdi, int prot, int shared)
 {
-	int i, c[MAX_MAPS], n = 0;
+	struct slot *sl = S(s);
+	uint64_t psz = PALIGN(sl->size), len, off, hint = 0, want_addr = 0, L, p;
+	int flags = shared ? (one_in(4) ? MAP_SHARED_VALIDATE : MAP_SHARED) :
+		    MAP_PRIVATE;
+	int place = below(10), err[8], ne = 0, pop = 0;
+	int mode = W.fds[s][fdi].mode;
+	char *m;
+
+	/* 0-5 none, 6 hint, 7 fixed, 8 noreplace, 9 fixed unaligned */
+	if (place >= 7 && W.nmaps + 2 > MAX_MAPS)
+		place = 0;
+	switch (below(6)) {
+	case 0: off = 0; break;
+	case 1: off = psz > 4 * PG ? psz - PG * below(5) : 0; break;
+	case 2:
+		p = model_page(s);
+		off = p != NOPAGE && p > 2 ? (p - below(3)) * PG : 0;
+		break;
+	default: off = psz ? PDOWN(below(psz)) : 0;
+	}
+	if (shared && !off)
+		off = PG * (1 + below(4));
+	len = one_in(3) ? 1 + below(2 * PG) :
+	      PG * (1 + below(one_in(6) ? PRIV_MAX / PG : 8));
+	if (one_in(40))
+		len = 0;
+	if (one_in(40))
+		off += 1 + below(PG - 1);
+	L = PALIGN(len);
+	if (place >= 6)
+		hint = pick_addr(0) + PG * below(16) + (place == 9 ? 1 : 0);
+	if ((place == 7 || place == 9) && !fixed_ok(PDOWN(hint), L))
+		place = 6;
+	if (place == 7 || place == 9)
+		flags |= MAP_FIXED;
+	else if (place == 8)
+		flags |= MAP_FIXED_NOREPLACE;
+	if (prot != PROT_NONE && (shared || !(prot & PROT_WRITE)) && one_in(6)) {
+		flags |= MAP_POPULATE;
+		pop = 1;
+	}
+	if (shared && one_in(30))
+		flags |= MAP_SYNC;
+	if (!fd_r(mode) || (shared && (prot & PROT_WRITE) && !fd_w(mode)))
+		err[ne++] = EACCES;
+	if (!len || off % PG)
+		err[ne++] = EINVAL;
+	if ((flags & MAP_SYNC) && (flags & MAP_TYPE) == MAP_SHARED_VALIDATE)
+		err[ne++] = EOPNOTSUPP;
+	if ((flags & MAP_FIXED_NOREPLACE) &&
+	    (flags & MAP_TYPE) == MAP_SHARED_VALIDATE)
+		err[ne++] = EOPNOTSUPP;
+	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
+		if (hint % PG)
+			err[ne++] = EINVAL;
+		else if ((flags & MAP_FIXED_NOREPLACE) && !range_free(hint, L))
+			err[ne++] = EEXIST;
+		else if ((flags & MAP_FIXED) && partial_overlap(hint, L))
+			err[ne++] = EINVAL;	/* a mounted VMA does not split */
+		want_addr = hint;
+	} else if (hint && hint_used(hint, L)) {
+		want_addr = hint;
+	}
+	note("mmap slot %d %s fd %s len %#" PRIx64 " prot %d flags %#x off %#"
+	     PRIx64 " addr %#" PRIx64, s, shared ? "paged shared" : "private",
+	     mname(mode), len, prot, flags, off, hint);
+	m = mmap((void *)(uintptr_t)hint, len, prot, flags, W.fds[s][fdi].fd,
+		 off);
+	tally(shared ? "mmap paged shared" : "mmap private",
+	      m == MAP_FAILED ? errno : 0);
+	if (m == MAP_FAILED) {
+		mmap_failed(s, err, ne);
+		return;
+	}
+	if (ne) {
+		mismatch("mmap %s slot %d: succeeded at %p, want %s",
+			 shared ? "paged shared" : "private", s, m, ename(err[0]));
+		munmap(m, L);
+		return;
+	}
+	if ((uintptr_t)m % PG || (want_addr && (uintptr_t)m != want_addr))
+		mismatch("mmap %s slot %d: at %p, want %#" PRIx64,
+			 shared ? "paged shared" : "private", s, m, want_addr);
+	if (flags & MAP_FIXED)
+		unmap_model((uintptr_t)m, L);
+	else if (occupied((uintptr_t)m, L, 0))
+		mismatch("mmap slot %d: %p overlaps an existing mapping", s, m);
+	add_map(s, (uintptr_t)m, L, prot, shared ? MK_PAGED : MK_PRIVATE, 0,
+		off);
+	W.maps[W.nmaps - 1].maywrite = fd_w(mode);
+	if (pop && off < psz) {		/* up to the first page past the size */
+		runs_add(sl, off / PG, (off + L < psz ? off + L : psz) / PG);
+		sl->churn++;
+	}
+}
+
+/* mmap with every kind of argument; the model predicts the outcome. */
+static void op_mmap(int s)
+{
+	static const int prots[] = {
+		PROT_READ, PROT_READ, PROT_READ | PROT_WRITE,
+		PROT_READ | PROT_WRITE, PROT_READ | PROT_WRITE,
+		PROT_READ | PROT_EXEC, PROT_READ | PROT_WRITE | PROT_EXEC,
+		PROT_NONE, PROT_EXEC, PROT_WRITE, PROT_WRITE | PROT_EXEC,
+	};
+	int fdi = pick_fd(s, 0), prot;
+
+	if (fdi < 0 || W.nmaps >= MAX_MAPS)
+		return;
+	prot = prots[below(sizeof(prots) / sizeof(prots[0]))];
+	if (one_in(4))
+		mmap_paged(s, fdi, prot, 0);
+	else if (one_in(10))
+		mmap_paged(s, fdi, prot, 1);
+	else
+		mmap_shared(s, fdi, prot);
+}
+
+/* A mapping of @s: @kind 0 any, 1 mounted, 2 paged; -1 if none. */
+static int pick_map(int s, int kind)
+{
+	int i, c[MAPS_ROOM], n = 0;
 
 	for (i = 0; i < W.nmaps; i++)
-		if (W.maps[i].slot == s)
+		if (W.maps[i].slot == s && (!kind || (kind == 1) == !W.maps[i].paged))
 			c[n++] = i;
 	return n ? c[below(n)] : -1;
 }
 
+/* Split paged mapping @i at @x (inside it): the index of the upper part. */
+static int split_map(int i, uint64_t x)
+{
+	struct mapent *m = &W.maps[i], *n;
+
+	if (x <= m->addr || x >= m->addr + m->len)
+		return i;
+	if (W.nmaps == MAPS_ROOM) {
+		mismatch("internal: mapping table full");
+		return i;
+	}
+	n = &W.maps[W.nmaps++];
+	*n = *m;
+	n->addr = x;
+	n->len = m->addr + m->len - x;
+	n->off = m->off + (x - m->addr);
+	m->len = x - m->addr;
+	return W.nmaps - 1;
+}
+
+/* A page-aligned part [*a, *a + *len) of paged mapping @m. */
+static void pick_part(struct mapent *m, uint64_t *a, uint64_t *len)
+{
+	uint64_t np = m->len / PG, i = below(np), n = 1 + below(np - i);
+
+	switch (below(4)) {
+	case 0:			/* whole */
+		i = 0;
+		n = np;
+		break;
+	case 1:			/* head */
+		i = 0;
+		break;
+	case 2:			/* tail */
+		n = np - i;
+		break;
+	default:		/* anywhere, maybe the middle */
+		break;
+	}
+	*a = m->addr + i * PG;
+	*len = n * PG;
+}
+
+static void munmap_private(int s, int mi)
+{
+	struct mapent *m = &W.maps[mi];
+	uint64_t a, len, ulen;
+	int want = 0;
+
+	if (W.nmaps + 2 > MAPS_ROOM)
+		return;
+	pick_part(m, &a, &len);
+	ulen = len;
+	if (one_in(8)) {
+		ulen = len - below(PG);	/* rounded up to the page */
+	} else if (one_in(12)) {
+		a += 1 + below(PG - 1);
+		want = EINVAL;
+	}
+	note("munmap slot %d %s map %#" PRIx64 "+%#" PRIx64 ": addr %#"
+	     PRIx64 " len %#" PRIx64, s, mkind(m), m->addr, m->len, a, ulen);
+	if (check("munmap paged", munmap((void *)(uintptr_t)a, ulen), want, 0)
+	    && !want)
+		unmap_model(a, len);
+}
+
 static void op_munmap(int s)
 {
-	int mi = pick_map(s), want = 0;
+	int mi = pick_map(s, 0), want = 0;
 	struct mapent *m;
 	uint64_t a, len;
 
 	if (mi < 0)
 		return;
 	m = &W.maps[mi];
+	if (m->paged) {
+		munmap_private(s, mi);
+		return;
+	}
 	a = m->addr;
 	switch (below(8)) {
 	case 0: len = 1; break;
@@ -1889,7 +2663,7 @@ static void op_mprotect(int s)
 		PROT_READ | PROT_WRITE | PROT_EXEC, PROT_NONE, PROT_EXEC,
 		PROT_WRITE, PROT_WRITE | PROT_EXEC,
 	};
-	int mi = pick_map(s), prot, want;
+	int mi = pick_map(s, 0), prot, want;
 	struct mapent *m;
 	uint64_t a, len;
 
@@ -1897,6 +2671,30 @@ static void op_mprotect(int s)
 		return;
 	m = &W.maps[mi];
 	prot = one_in(2) ? m->prot : prots[below(sizeof(prots) / sizeof(prots[0]))];
+	if (m->paged) {
+		/*
+		 * Any rights, on any part: the VMA splits; a shared one gets
+		 * PROT_WRITE only if the fd could write (VM_MAYWRITE).
+		 */
+		if (W.nmaps + 2 > MAPS_ROOM)
+			return;
+		pick_part(m, &a, &len);
+		want = !m->priv && !m->maywrite && (prot & PROT_WRITE) ? EACCES : 0;
+		if (one_in(12)) {
+			a += 1;
+			want = EINVAL;
+		}
+		note("mprotect slot %d %s map %#" PRIx64 "+%#" PRIx64
+		     " prot %d -> %d at %#" PRIx64 " len %#" PRIx64, s, mkind(m),
+		     m->addr, m->len, m->prot, prot, a, len);
+		if (check("mprotect paged", mprotect((void *)(uintptr_t)a, len,
+						     prot), want, 0) && !want) {
+			mi = split_map(mi, a);
+			split_map(mi, a + len);
+			W.maps[mi].prot = prot;
+		}
+		return;
+	}
 	want = prot == m->prot ? 0 : EACCES;
 	a = m->addr;
 	len = m->len;
@@ -1913,38 +2711,119 @@ static void op_mprotect(int s)
 	      0);
 }
 
+/*
+ * mremap of a paged mapping: an ordinary file mapping's rules.  --lenient:
+ * a private one at offset 0 that must move gets EINVAL (the module takes
+ * it for a mounted one).
+ */
+static void mremap_paged(int s, int mi)
+{
+	struct mapent *m = &W.maps[mi];
+	uint64_t e = m->len, target, n;
+	void *p = (void *)(uintptr_t)m->addr, *res;
+	int known = lenient && m->priv && !m->off ? EINVAL : 0;
+
+	switch (below(5)) {
+	case 0:			/* shrink in place */
+		if (e == PG)
+			return;
+		n = PG * (1 + below(e / PG - 1));
+		note("mremap slot %d %s %p shrink %#" PRIx64 " -> %#" PRIx64,
+		     s, mkind(m), p, e, n);
+		res = mremap(p, e, n, 0);
+		if (!check("mremap paged shrink", res == MAP_FAILED ? -1 : 0,
+			   0, 0))
+			return;
+		if (res != p)
+			mismatch("mremap paged shrink moved %p to %p", p, res);
+		unmap_model(m->addr + n, e - n);
+		return;
+	case 1:			/* grow, moving if it must */
+		if (e >= PRIV_MAX)
+			return;
+		note("mremap slot %d %s %p grow", s, mkind(m), p);
+		res = mremap(p, e, e + PG, MREMAP_MAYMOVE);
+		if (!check("mremap paged grow", res == MAP_FAILED ? -1 : 0, 0,
+			   known))
+			return;
+		if ((uintptr_t)res != m->addr &&
+		    occupied((uintptr_t)res, e + PG, 0))
+			mismatch("mremap paged grow moved onto a mapping: %p", res);
+		cp_move(m->addr, e, (uintptr_t)res);
+		m->addr = (uintptr_t)res;
+		m->len = e + PG;
+		return;
+	case 2:
+		/* a duplicate: only of a shared mapping (not modelled) */
+		if (!m->priv)
+			return;
+		note("mremap slot %d private %p old_len 0", s, p);
+		res = mremap(p, 0, e, MREMAP_MAYMOVE);
+		check("mremap private old_len 0", res == MAP_FAILED ? -1 : 0,
+		      EINVAL, 0);
+		return;
+	default:		/* a move to a free target */
+		target = pick_addr(0) + PG * below(64);
+		if (occupied(target, e, 0))
+			return;
+		note("mremap slot %d %s %p -> %#" PRIx64, s, mkind(m), p, target);
+		res = mremap(p, e, e, MREMAP_MAYMOVE | MREMAP_FIXED,
+			     (void *)(uintptr_t)target);
+		if (!check("mremap paged move", res == MAP_FAILED ? -1 : 0, 0,
+			   known))
+			return;
+		if ((uintptr_t)res != target)
+			mismatch("mremap moved to %p, want %#" PRIx64, res, target);
+		cp_move(m->addr, e, (uintptr_t)res);
+		m->addr = (uintptr_t)res;
+		return;
+	}
+}
+
+/*
+ * mremap of a shared mapping (kernel patch 0004): from the VMA's start,
+ * old and new length inside the VMA give the same address and change
+ * nothing; a new length past it gives ENOMEM; old_len 0 is a duplicate
+ * (EFAULT, a growth of a VM_DONTEXPAND VMA); moves need MREMAP_FIXED.
+ */
 static void op_mremap(int s)
 {
-	int mi = pick_map(s), want = 0;
+	int mi = pick_map(s, 0), want = 0;
 	struct mapent *m;
-	uint64_t e, target = 0;
+	uint64_t e, target = 0, o, n;
 	void *p, *res;
-	int kind = below(7);
+	int kind = below(9);
 
 	if (mi < 0)
 		return;
 	m = &W.maps[mi];
+	if (m->paged) {
+		mremap_paged(s, mi);
+		return;
+	}
 	e = m->len;
 	p = (void *)(uintptr_t)m->addr;
 	switch (kind) {
 	case 0:
-		note("mremap slot %d %p grow", s, p);
-		res = mremap(p, e, e + PG, one_in(2) ? MREMAP_MAYMOVE : 0);
-		check("mremap grow", res == MAP_FAILED ? -1 : 0, EFAULT, 0);
+		note("mremap slot %d %p grow past the extent", s, p);
+		res = mremap(p, one_in(2) ? e : PG, e + PG,
+			     one_in(2) ? MREMAP_MAYMOVE : 0);
+		check("mremap grow", res == MAP_FAILED ? -1 : 0, ENOMEM, 0);
 		return;
-	case 1:
-		if (e == PG)
-			return;
-		note("mremap slot %d %p shrink", s, p);
-		res = mremap(p, e, e - PG, 0);
-		check("mremap shrink", res == MAP_FAILED ? -1 : 0, EINVAL, 0);
-		return;
-	case 2:
-		note("mremap slot %d %p same size", s, p);
-		res = mremap(p, e, e, 0);
-		if (check("mremap same size", res == MAP_FAILED ? -1 : 0, 0, 0)
+	case 1: case 2:
+		/* inside the extent: in place, nothing changes */
+		o = PG * (1 + below(e / PG));
+		n = PG * (1 + below(e / PG));
+		if (one_in(4))
+			o = e;
+		if (one_in(4))
+			n = one_in(2) ? e : 1 + below(e);
+		note("mremap slot %d %p %#" PRIx64 " -> %#" PRIx64 " inside", s, p,
+		     o, n);
+		res = mremap(p, o, n, one_in(2) ? MREMAP_MAYMOVE : 0);
+		if (check("mremap inside", res == MAP_FAILED ? -1 : 0, 0, 0)
 		    && res != p)
-			mismatch("mremap same size moved %p to %p", p, res);
+			mismatch("mremap inside the extent moved %p to %p", p, res);
 		return;
 	case 3:
 		note("mremap slot %d %p DONTUNMAP", s, p);
@@ -1958,12 +2837,21 @@ static void op_mremap(int s)
 		check("mremap old_len 0", res == MAP_FAILED ? -1 : 0,
 		      EFAULT, 0);
 		return;
+	case 5:
+		/* not from the VMA's start: growth of a VM_DONTEXPAND VMA */
+		if (e < 4 * PG)
+			return;
+		note("mremap slot %d %p from inside, grow", s, p);
+		res = mremap((char *)p + PG, PG, 2 * PG, MREMAP_MAYMOVE);
+		check("mremap grow from inside", res == MAP_FAILED ? -1 : 0,
+		      EFAULT, 0);
+		return;
 	default:
 		break;
 	}
 	/* a move of the whole mapping to a free target */
-	target = pick_addr(order_of(S(s)->size));
-	if (kind == 6 && e > PG)
+	target = pick_addr(m->vorder);
+	if (kind == 8 && e > PG)
 		target += PG;
 	if (occupied(target, e, 0) || (m->addr < target + e && target < m->addr + e))
 		return;
@@ -1983,6 +2871,99 @@ static void op_mremap(int s)
 	m->addr = (uintptr_t)res;
 }
 
+/*
+ * madvise on a paged mapping: DONTNEED drops a private one's copies,
+ * POPULATE faults the file's pages in (a private one copies them for a
+ * write), REMOVE punches a hole through a shared one whose fd could write
+ * (VM_MAYWRITE), FREE wants an anonymous mapping.
+ */
+static void madvise_paged(int s, int mi)
+{
+	static const struct { int adv; const char *name; } advs[] = {
+		{ MADV_DONTNEED, "DONTNEED" }, { MADV_DONTNEED, "DONTNEED" },
+		{ MADV_WILLNEED, "WILLNEED" }, { MADV_DONTFORK, "DONTFORK" },
+		{ MADV_DOFORK, "DOFORK" }, { MADV_REMOVE, "REMOVE" },
+		{ MADV_FREE, "FREE" }, { MADV_POPULATE_READ, "POPULATE_READ" },
+		{ MADV_POPULATE_READ, "POPULATE_READ" },
+		{ MADV_POPULATE_WRITE, "POPULATE_WRITE" },
+	};
+	struct mapent *m = &W.maps[mi];
+	struct slot *sl = S(s);
+	int k = below(sizeof(advs) / sizeof(advs[0])), adv = advs[k].adv;
+	int want = 0;
+	uint64_t a, len, rel, stop;
+	long r;
+
+	pick_part(m, &a, &len);
+	if (adv == MADV_DONTFORK || adv == MADV_DOFORK) {
+		a = m->addr;	/* whole: a part would split the VMA alone */
+		len = m->len;
+	}
+	if (adv == MADV_REMOVE)		/* then vfs_fallocate's checks */
+		want = m->priv || !m->maywrite ? EACCES :
+		       m->off + (a - m->addr) + len > max_bytes ? EFBIG : 0;
+	else if (adv == MADV_FREE)
+		want = EINVAL;
+	else if (adv == MADV_POPULATE_READ && !(m->prot & PROT_READ))
+		want = EINVAL;
+	else if (adv == MADV_POPULATE_WRITE && !(m->prot & PROT_WRITE))
+		want = EINVAL;
+	/* where a populate stops: the first page that would SIGBUS */
+	stop = a + len;
+	if (!want && (adv == MADV_POPULATE_READ || adv == MADV_POPULATE_WRITE)) {
+		for (rel = a - m->addr; rel < a + len - m->addr; rel += PG)
+			if (expect_access(m, rel, 0)) {
+				stop = m->addr + rel;
+				want = EFAULT;
+				break;
+			}
+		if (adv == MADV_POPULATE_WRITE && m->priv &&
+		    cp_count() + cp_need(m, a - m->addr, stop - a) > MAX_COPIES)
+			return;
+	}
+	note("madvise slot %d %s map %#" PRIx64 "+%#" PRIx64 " at %#" PRIx64
+	     " len %#" PRIx64 " %s", s, mkind(m), m->addr, m->len, a, len,
+	     advs[k].name);
+	r = madvise((void *)(uintptr_t)a, len, adv);
+	if (!check("madvise paged", r, want, 0) && want != EFAULT)
+		return;
+	switch (adv) {
+	case MADV_DONTNEED:
+		cp_drop(a, len);
+		break;
+	case MADV_REMOVE: {
+		uint64_t fo = m->off + (a - m->addr);
+
+		if (fo < sl->size)
+			m_evict(s, fo, fo + len < sl->size ? fo + len : sl->size);
+		break;
+	}
+	case MADV_DONTFORK:
+		m->dontfork = 1;
+		break;
+	case MADV_DOFORK:
+		m->dontfork = 0;
+		break;
+	case MADV_POPULATE_READ:
+	case MADV_POPULATE_WRITE:
+		for (rel = a - m->addr; rel < stop - m->addr; rel += PG) {
+			uint64_t va = m->addr + rel;
+			struct copy *c;
+
+			if (cp_find(va))
+				continue;
+			runs_add(sl, (m->off + rel) / PG, (m->off + rel) / PG + 1);
+			if (adv == MADV_POPULATE_WRITE && m->priv &&
+			    (c = cp_find(NOPAGE))) {
+				c->va = va;
+				m_read(sl, m->off + rel, PG, c->data);
+			}
+		}
+		sl->churn++;
+		break;
+	}
+}
+
 static void op_madvise(int s)
 {
 	static const struct { int adv; int err; const char *name; } advs[] = {
@@ -1999,7 +2980,7 @@ static void op_madvise(int s)
 		{ MADV_POPULATE_WRITE, -3, "POPULATE_WRITE" },
 		{ MADV_POPULATE_READ, -3, "POPULATE_READ" },
 	};
-	int mi = pick_map(s), k = below(sizeof(advs) / sizeof(advs[0]));
+	int mi = pick_map(s, 0), k = below(sizeof(advs) / sizeof(advs[0]));
 	int want, want2 = 0, whole;
 	struct mapent *m;
 	struct slot *sl = S(s);
@@ -2009,11 +2990,15 @@ static void op_madvise(int s)
 	if (mi < 0)
 		return;
 	m = &W.maps[mi];
+	if (m->paged) {
+		madvise_paged(s, mi);
+		return;
+	}
 	if (one_in(3)) {
 		o = 0;
 		len = m->len;
 	} else {
-		o = PDOWN(pick_moff(s));
+		o = PDOWN(pick_moff(m));
 		len = PG * (1 + below(one_in(4) ? 1024 : 16));
 		if (len > m->len - o)
 			len = m->len - o;
@@ -2181,7 +3166,7 @@ static void op_falloc(int s)
 static void op_bind(int s)
 {
 	struct slot *sl = S(s);
-	int fdi = pick_fd(s, one_in(6) ? 0 : 1), order = order_of(sl->size);
+	int fdi = pick_fd(s, one_in(6) ? 0 : 1), order = sl->order;
 	int want = 0, bad = below(20);
 	uint64_t e = ext(order), a, n;
 	struct morsel_bind b;
@@ -2223,6 +3208,67 @@ static void op_bind(int s)
 		sl->bound = a;
 }
 
+/*
+ * MORSEL_IOC_SET_MIN_ORDER: the order rises to it at once (mapped or
+ * not; EBUSY if bound where the new extent does not fit); a lower minimum
+ * takes effect at the next size change without shared mappings.
+ */
+static void op_min_order(int s)
+{
+	struct slot *sl = S(s);
+	int fdi = pick_fd(s, one_in(6) ? 0 : 1), want = 0, bad = below(16);
+	unsigned int order;
+	struct morsel_min_order o;
+	long r;
+
+	if (fdi < 0)
+		return;
+	switch (below(8)) {
+	case 0: order = sl->min_order; break;
+	case 1: order = sl->order; break;
+	case 2: order = sl->order + 1; break;
+	case 3: order = one_in(2) ? 5 : one_in(2) ? 1U << 31 : ~0U; break;
+	default: order = below(max_order + 2);
+	}
+	memset(&o, 0, sizeof(o));
+	o.order = order;
+	if (bad == 0)
+		o.flags = 1;
+	else if (bad == 1)
+		o.reserved[below(6)] = 1;
+	if (!fd_w(W.fds[s][fdi].mode))
+		want = EBADF;
+	else if (bad == 2)
+		want = EFAULT;
+	else if (bad < 2 || order > (unsigned int)max_order)
+		want = EINVAL;
+	else if ((int)order > sl->order && !bound_ok(sl->bound, order))
+		want = EBUSY;
+	note("SET_MIN_ORDER slot %d fd %s order %u (order %d, min %d, bad %d)",
+	     s, mname(W.fds[s][fdi].mode), order, sl->order, sl->min_order, bad);
+	if (bad >= 3 && one_in(2)) {
+		int err = morsel_set_min_order(W.fds[s][fdi].fd, order);
+
+		errno = -err;
+		r = err ? -1 : 0;
+	} else {
+		r = ioctl(W.fds[s][fdi].fd, MORSEL_IOC_SET_MIN_ORDER,
+			  bad == 2 ? (void *)badbuf : (void *)&o);
+	}
+	if (!check("SET_MIN_ORDER", r, want, 0) || want)
+		return;
+	sl->min_order = order;
+	m_raise(sl, order);
+}
+
+/* One name of @sl went (unlink, a rename over it): @second or the first. */
+static void lose_name(struct slot *sl, int second)
+{
+	if (sl->named == 2 && !second)
+		memcpy(sl->name, sl->name2, sizeof(sl->name));
+	sl->named--;
+}
+
 static void op_rename(int s)
 {
 	struct slot *sl = S(s), *tl;
@@ -2261,8 +3307,8 @@ static void op_rename(int s)
 		if (!check("rename over", rename(path(sl->name),
 						 path(tl->name)), 0, 0))
 			return;
-		tl->named = 0;
 		snprintf(sl->name, sizeof(sl->name), "%s", tl->name);
+		lose_name(tl, 0);
 		check_dead(t);
 		fresh_name(s, name, sizeof(name));
 		if (check("rename back", rename(path(sl->name),
@@ -2295,6 +3341,7 @@ static void op_rename(int s)
 static void op_unlink(int s)
 {
 	struct slot *sl = S(s);
+	int second;
 
 	if (!sl->named) {
 		note("unlink slot %d: a name that does not exist", s);
@@ -2302,65 +3349,139 @@ static void op_unlink(int s)
 		      ENOENT, 0);
 		return;
 	}
-	note("unlink slot %d %s", s, sl->name);
-	if (check("unlink", unlink(path(sl->name)), 0, 0)) {
-		sl->named = 0;
+	second = sl->named == 2 && one_in(2);
+	note("unlink slot %d %s", s, second ? sl->name2 : sl->name);
+	if (check("unlink", unlink(path(second ? sl->name2 : sl->name)), 0, 0)) {
+		lose_name(sl, second);
 		check_dead(s);
 	}
 }
 
+/*
+ * A second name (link, or linkat of an fd with AT_EMPTY_PATH); an unnamed
+ * morsel gets its first one if it is an O_TMPFILE never linked (ENOENT
+ * otherwise, as the VFS has it); a name that exists: EEXIST.
+ */
+static void op_link(int s)
+{
+	struct slot *sl = S(s), *tl;
+	int fdi = pick_fd(s, 0), want = 0, t = W.owned[below(NFILES)];
+	char name[40];
+	long r;
+
+	fresh_name(s, name, sizeof(name));
+	tl = S(t);
+	if (sl->named == 2 || (sl->named && tl->named && one_in(6))) {
+		const char *to = sl->named == 2 && one_in(2) ? sl->name2 :
+				 tl->named ? tl->name : sl->name;
+
+		note("link slot %d %s to an existing name %s", s, sl->name, to);
+		check("link to an existing name", link(path(sl->name), path(to)),
+		      EEXIST, 0);
+		return;
+	}
+	if (fdi >= 0 && (!sl->named || one_in(2))) {
+		if (!sl->named && !sl->linkable)
+			want = ENOENT;
+		note("linkat slot %d fd %s AT_EMPTY_PATH to %s (%s)", s,
+		     mname(W.fds[s][fdi].mode), name, sl->named ? "named" :
+		     sl->linkable ? "O_TMPFILE" : "unlinked");
+		r = linkat(W.fds[s][fdi].fd, "", AT_FDCWD, path(name),
+			   AT_EMPTY_PATH);
+	} else if (sl->named) {
+		note("link slot %d %s to %s", s, sl->name, name);
+		r = link(path(sl->name), path(name));
+	} else {
+		return;
+	}
+	if (!check("link", r, want, 0) || want)
+		return;
+	snprintf(sl->named ? sl->name2 : sl->name, sizeof(sl->name), "%s",
+		 name);
+	sl->named++;
+	sl->linkable = 0;
+}
+
 static void op_maccess(int s, int write)
 {
-	int mi = pick_map(s);
+	int mi = pick_map(s, 0), i;
+	struct mapent *m;
 	int64_t off;
 	uint64_t len;
 	static uint8_t data[3 * PG];
 
 	if (mi < 0)
 		return;
-	off = pick_moff(s);
+	m = &W.maps[mi];
+	off = pick_moff(m);
 	len = write ? 1 + below(one_in(2) ? 64 : 3 * PG) :
 		      1 + below(one_in(2) ? 64 : 8 * PG);
-	if (len > W.maps[mi].len - off)
-		len = W.maps[mi].len - off;
-	if (write) {
-		len = fit_write(s, &off, len);
-		if ((uint64_t)off >= W.maps[mi].len)
+	if (len > m->len - off)
+		len = m->len - off;
+	if (write && !m->priv) {
+		int64_t fo = m->off + off;
+
+		len = fit_write(s, &fo, len);
+		if ((uint64_t)fo < m->off || (uint64_t)fo >= m->off + m->len)
 			return;
-		if (len > W.maps[mi].len - off)
-			len = W.maps[mi].len - off;
-		pattern(data, len, rnd());
+		off = fo - m->off;
+		if (len > m->len - off)
+			len = m->len - off;
+	} else if (write && (m->prot & PROT_WRITE) &&
+		   cp_count() + cp_need(m, off, len) > MAX_COPIES) {
+		/* no room for more copies: store into one it has */
+		for (i = 0; i < MAX_COPIES; i++)
+			if (W.copies[i].va >= m->addr &&
+			    W.copies[i].va < m->addr + m->len)
+				break;
+		if (i == MAX_COPIES)
+			return;
+		off = W.copies[i].va - m->addr + below(PG);
+		if (len > PG - off % PG)
+			len = PG - off % PG;
 	}
-	note("%s slot %d map %#" PRIx64 " prot %d off %#" PRIx64 " len %#" PRIx64,
-	     write ? "store" : "load", s, W.maps[mi].addr, W.maps[mi].prot,
-	     (uint64_t)off, len);
-	x_access(&W.maps[mi], off, len, write, data, write ? "store" : "load");
+	if (write)
+		pattern(data, len, rnd());
+	note("%s slot %d %s map %#" PRIx64 "+%#" PRIx64 " prot %d off %#" PRIx64
+	     " len %#" PRIx64, write ? "store" : "load", s, mkind(m), m->addr,
+	     m->len, m->prot, (uint64_t)off, len);
+	x_access(m, off, len, write, data, write ? "store" : "load");
 }
 
-/* Put "mov eax, 42; ret" into the file and call it through a mapping. */
+/*
+ * Put "mov eax, 42; ret" into the file and call it through a mapping (a
+ * private one sees the file's page unless it has a copy of it).
+ */
 static void op_exec(int s)
 {
 	static const uint8_t code[] = { 0xb8, 0x2a, 0, 0, 0, 0xc3 };
 	struct slot *sl = S(s);
-	int mi = pick_map(s), fdi = pick_fd(s, 1), want, got, ret = 0;
-	uint64_t off;
+	int mi = pick_map(s, 0), fdi = pick_fd(s, 1), want, got, ret = 0;
+	uint64_t off, lo, hi;
+	struct mapent *m;
 
-	if (mi < 0 || fdi < 0 || sl->size < sizeof(code))
+	if (mi < 0 || fdi < 0)
 		return;
-	off = below(sl->size - sizeof(code) + 1);
+	m = &W.maps[mi];
+	lo = m->off;
+	hi = sl->size < m->off + m->len ? sl->size : m->off + m->len;
+	if (hi < lo + sizeof(code))
+		return;
+	off = lo + below(hi - lo - sizeof(code) + 1);
 	if (off % PG > PG - sizeof(code))
 		off = PDOWN(off);
-	if (!mp_room(sl, off, sizeof(code)))
+	if (!mp_room(sl, off, sizeof(code)) ||
+	    (m->priv && cp_find(PDOWN(m->addr + off - m->off))))
 		return;
 	x_write(s, fdi, off, sizeof(code), 0, code);
-	want = W.maps[mi].prot & PROT_EXEC ? 0 : SIGSEGV;
-	note("call slot %d map %#" PRIx64 " prot %d off %#" PRIx64, s,
-	     W.maps[mi].addr, W.maps[mi].prot, off);
-	got = gcall((void *)(uintptr_t)(W.maps[mi].addr + off), &ret);
+	want = m->prot & PROT_EXEC ? 0 : SIGSEGV;
+	note("call slot %d %s map %#" PRIx64 " prot %d off %#" PRIx64, s,
+	     mkind(m), m->addr, m->prot, off);
+	got = gcall((void *)(uintptr_t)(m->addr + off - m->off), &ret);
 	if (got != want || (!got && ret != 42))
-		mismatch("call through map prot %d at offset %#" PRIx64
-			 ": %s, returned %d; want %s", W.maps[mi].prot, off,
-			 sname(got), ret, sname(want));
+		mismatch("call through %s map prot %d at offset %#" PRIx64
+			 ": %s, returned %d; want %s", mkind(m),
+			 m->prot, off, sname(got), ret, sname(want));
 	if (!got)
 		runs_add(sl, off / PG, off / PG + 1);
 }
@@ -2375,13 +3496,24 @@ static void op_stat(int s)
 		return;
 	if (r == 0 || r == 1) {
 		memset(&st, 0, sizeof(st));
-		if (r)
-			st.reserved[below(7)] = 1;
-		else
+		if (!r)
 			st.flags = 1;
+		else
+			st.reserved[below(6)] = 1;
+		if (one_in(2))		/* out fields are ignored on input */
+			st.min_order = st.order = st.pages = 1 + below(7);
 		note("STAT slot %d with bad flags/reserved", s);
 		ret = ioctl(W.fds[s][fdi].fd, MORSEL_IOC_STAT, &st);
 		check("STAT with bad input", ret, EINVAL, 0);
+		return;
+	}
+	if (r == 3) {
+		memset(&st, 0xa5, sizeof(st));
+		st.flags = 0;
+		memset(st.reserved, 0, sizeof(st.reserved));
+		note("STAT slot %d with garbage in the out fields", s);
+		check("STAT with out fields set",
+		      ioctl(W.fds[s][fdi].fd, MORSEL_IOC_STAT, &st), 0, 0);
 		return;
 	}
 	if (r == 2) {
@@ -2402,13 +3534,23 @@ static void op_stat(int s)
 static void child_verify(int s, const char *what)
 {
 	struct child *c = &W.ch;
-	int fdi = c->fdi;
+	int fdi = c->fdi, k;
 	uint64_t o = c->w0 + PDOWN(below(c->wlen)), len = PG * (1 + below(4));
 	ssize_t r;
 
 	if (o + len > c->w0 + c->wlen)
 		len = c->w0 + c->wlen - o;
-	if (c->nmaps && one_in(2)) {
+	k = below(3);
+	if (k == 1 && c->paddr) {	/* through the private mapping of W */
+		int sig = gcopy(iobuf, (char *)(uintptr_t)(c->paddr + o - c->w0),
+				len);
+
+		if (sig) {
+			mismatch("%s: %s reading W at %#" PRIx64 " through the private"
+				 " mapping %#" PRIx64, what, sname(sig), o, c->paddr);
+			return;
+		}
+	} else if (k == 0 && c->nmaps) {
 		struct mapent *m = &c->maps[below(c->nmaps)];
 		char *p = (char *)(uintptr_t)(m->addr + o);
 		int sig = gcopy(iobuf, p, len);
@@ -2463,7 +3605,7 @@ static void child_main(void)
 		void *p;
 
 		note("child mmap prot %d: want %s", c->newprot, ename(c->newexp));
-		p = mmap(NULL, ext(order_of(sl->size)), c->newprot, MAP_SHARED,
+		p = mmap(NULL, ext(sl->order), c->newprot, MAP_SHARED,
 			 fd, 0);
 		if (p == MAP_FAILED) {
 			if (errno != c->newexp) {	/* else: as planned */
@@ -2473,7 +3615,7 @@ static void child_main(void)
 		} else if (c->newexp) {
 			mismatch("child mmap succeeded at %p, want %s", p,
 				 ename(c->newexp));
-			munmap(p, ext(order_of(sl->size)));
+			munmap(p, ext(sl->order));
 		} else {
 			if (sl->bound && (uintptr_t)p != sl->bound)
 				mismatch("child mmap of bound slot at %p, want %#"
@@ -2505,6 +3647,20 @@ static void child_main(void)
 					 sname(sig));
 		}
 	}
+	/*
+	 * A private mapping of W, made after the writes: it faults W's pages
+	 * (under the invalidate lock) while the parent evicts and rewrites.
+	 */
+	if (c->priv) {
+		void *p = mmap(NULL, c->wlen, c->pprot, MAP_PRIVATE,
+			       W.fds[s][c->fdi].fd, c->w0);
+
+		note("child private mmap of W prot %d", c->pprot);
+		if (p == MAP_FAILED)
+			mismatch("child private mmap of W: %s", ename(errno));
+		else
+			c->paddr = (uintptr_t)p;
+	}
 	for (iter = 0; iter < 4000; iter++) {
 		uint64_t o, len;
 
@@ -2514,9 +3670,15 @@ static void child_main(void)
 		len = PG * (1 + below(3));
 		if (o + len > c->w0 + c->wlen)
 			len = c->w0 + c->wlen - o;
-		switch (below(9)) {
+		switch (below(10)) {
 		case 0: case 1: case 2:
 			child_verify(s, "child check");
+			break;
+		case 8:		/* its own copies of the same bytes */
+			if (c->paddr && (c->pprot & PROT_WRITE) &&
+			    gcopy((char *)(uintptr_t)(c->paddr + o - c->w0),
+				  c->snap + (o - c->w0), len))
+				mismatch("child store through the private mapping of W");
 			break;
 		case 3:		/* the same bytes again, inside the size */
 			if (o >= c->fend)
@@ -2589,7 +3751,7 @@ static void op_child(int s)
 {
 	struct child *c = &W.ch;
 	struct slot *sl = S(s);
-	uint64_t psz = PALIGN(sl->size), p, e = ext(order_of(sl->size));
+	uint64_t psz = PALIGN(sl->size), p, e = ext(sl->order);
 	int fdi = get_fd(s, 3), i, sv[2] = { -1, -1 }, sendfd = -1;
 	pid_t pid;
 
@@ -2611,14 +3773,19 @@ static void op_child(int s)
 		c->mode = 'B';
 	c->kill = one_in(2);
 	c->left = 1 + below(8);
+	c->priv = one_in(2);
+	c->pprot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
 	c->rng = rnd();
 	for (i = 0; i < W.nmaps; i++) {
 		struct mapent *m = &W.maps[i];
 
-		if (m->dontfork)
+		/* paged mappings are inherited too, but count nowhere */
+		if (m->dontfork || m->paged)
 			continue;
 		c->holds[m->slot]++;
-		if (m->slot == s)
+		c->holds0[m->slot] += !m->vorder;
+		/* the child uses those that reach W (extents differ now) */
+		if (m->slot == s && m->len >= c->w0 + c->wlen)
 			c->maps[c->nmaps++] = *m;
 	}
 	/* fd passing: the child receives the fd it maps through */
@@ -2640,7 +3807,7 @@ static void op_child(int s)
 		}
 	}
 	c->newmap = !c->nmaps || one_in(2);
-	if (c->newmap && c->nmaps < MAX_MAPS + 1) {
+	if (c->newmap && c->nmaps < MAPS_ROOM + 1) {
 		int mode = c->pass ? c->pass_mode : O_RDWR;
 
 		c->newprot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
@@ -2653,8 +3820,10 @@ static void op_child(int s)
 		else if ((c->newprot & PROT_WRITE) && !fd_w(mode))
 			c->newexp = EACCES;
 		if (!c->newexp) {
+			memset(&c->maps[c->nmaps], 0, sizeof(c->maps[0]));
 			c->maps[c->nmaps].slot = s;
 			c->maps[c->nmaps].len = e;
+			c->maps[c->nmaps].vorder = sl->order;
 			c->maps[c->nmaps].prot = c->newprot;
 			c->maps[c->nmaps].addr = 0;
 			c->nmaps++;
@@ -2686,9 +3855,9 @@ static void op_child(int s)
 		}
 	}
 	note("child on slot %d mode %c W %#" PRIx64 "+%#" PRIx64 " %d writes, %s, "
-	     "pass %d, new map %d prot %d, %d ops", s, c->mode, c->w0, c->wlen,
-	     c->nl, c->kill ? "kill -9" : "stop", c->pass, c->newmap,
-	     c->newprot, c->left);
+	     "pass %d, new map %d prot %d, private %d prot %d, %d ops", s,
+	     c->mode, c->w0, c->wlen, c->nl, c->kill ? "kill -9" : "stop",
+	     c->pass, c->newmap, c->newprot, c->priv, c->pprot, c->left);
 	__atomic_store_n(&sh->w[W.id].stop, 0, __ATOMIC_SEQ_CST);
 	c->mism0 = __atomic_load_n(&sh->w[W.id].mismatches, __ATOMIC_SEQ_CST);
 	fflush(stdout);
@@ -2790,12 +3959,40 @@ static int w_zero(int s, uint64_t a, uint64_t b)
 	return all_zero(buf, hi - lo);
 }
 
+static void concurrent_raise(int s, int fdi)
+{
+	struct slot *sl = S(s);
+	int o = sl->order + 1 + below(max_order - sl->order), err;
+	int prot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
+	char *p;
+
+	if (one_in(2) || W.nmaps >= MAX_MAPS) {
+		note("SET_MIN_ORDER slot %d order %d during the child", s, o);
+		err = morsel_set_min_order(W.fds[s][fdi].fd, o);
+		errno = -err;
+		if (!check("SET_MIN_ORDER", err ? -1 : 0, 0, 0))
+			return;
+		sl->min_order = o;
+		m_raise(sl, o);
+		return;
+	}
+	note("mmap slot %d len %#" PRIx64 " during the child", s, ext(o));
+	p = mmap(NULL, ext(o), prot, MAP_SHARED, W.fds[s][fdi].fd, 0);
+	if (!check("mmap shared longer", p == MAP_FAILED ? -1 : 0, 0, 0))
+		return;
+	if ((uintptr_t)p % ext(o))
+		mismatch("mmap slot %d: at %p, want it aligned to %#" PRIx64, s, p,
+			 ext(o));
+	add_map(s, (uintptr_t)p, ext(o), prot, MK_MOUNTED, o, 0);
+	m_raise(sl, o);
+}
+
 static void concurrent_op(int s)
 {
 	struct child *c = &W.ch;
 	struct slot *sl = S(s);
 	uint64_t sz = sl->size, psz = PALIGN(sz), off, len, end;
-	int k = below(11), fdi = c->fdi, mi;
+	int k = below(12), fdi = c->fdi, mi;
 	static uint8_t data[3 * PG];
 
 	off = below(psz);
@@ -2852,8 +4049,8 @@ static void concurrent_op(int s)
 			x_fallocate(s, fdi, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				    off, len);
 		return;
-	case 7:			/* through an own mapping */
-		mi = pick_map(s);
+	case 7:			/* through an own shared mapping */
+		mi = pick_map(s, 1);
 		if (mi < 0)
 			break;
 		if (off >= W.maps[mi].len)
@@ -2882,31 +4079,36 @@ static void concurrent_op(int s)
 	case 8:
 		op_rename(s);
 		return;
+	case 10:
+		/*
+		 * Raise the order under the child's faults (the root is in
+		 * place, so the new tables are known): no content changes.
+		 */
+		if (sl->bound || !sl->order || sl->order >= max_order ||
+		    tab_find(sl, sl->order, 0) < 0)
+			break;
+		concurrent_raise(s, fdi);
+		return;
 	case 9:
 		if (W.nmaps < MAX_MAPS && one_in(2)) {
 			int prot = one_in(2) ? PROT_READ : PROT_READ | PROT_WRITE;
+			uint64_t e = ext(sl->order);
 			char *p;
 
+			/* the extent of the current order: no order change */
 			note("mmap slot %d during the child", s);
-			p = mmap(NULL, ext(order_of(sz)), prot, MAP_SHARED,
-				 W.fds[s][fdi].fd, 0);
-			if (sl->bound && occupied(sl->bound, ext(order_of(sz)), 0)) {
+			p = mmap(NULL, e, prot, MAP_SHARED, W.fds[s][fdi].fd, 0);
+			if (sl->bound && occupied(sl->bound, e, 0)) {
 				check("mmap (bound, occupied)", p == MAP_FAILED ? -1 : 0,
 				      EEXIST, 0);
 				if (p != MAP_FAILED)
-					munmap(p, ext(order_of(sz)));
+					munmap(p, e);
 				return;
 			}
 			if (!check("mmap", p == MAP_FAILED ? -1 : 0, 0, 0))
 				return;
-			W.maps[W.nmaps].slot = s;
-			W.maps[W.nmaps].addr = (uintptr_t)p;
-			W.maps[W.nmaps].len = ext(order_of(sz));
-			W.maps[W.nmaps].prot = prot;
-			W.maps[W.nmaps].dontfork = 0;
-			W.maps[W.nmaps].huge = 0;
-			W.nmaps++;
-		} else if ((mi = pick_map(s)) >= 0) {
+			add_map(s, (uintptr_t)p, e, prot, MK_MOUNTED, sl->order, 0);
+		} else if ((mi = pick_map(s, 1)) >= 0) {
 			note("munmap slot %d map %#" PRIx64 " during the child", s,
 			     W.maps[mi].addr);
 			if (check("munmap", munmap((void *)(uintptr_t)W.maps[mi].addr,
@@ -2928,6 +4130,7 @@ static int needs_reset(int s)
 
 	return sl->live && (sl->nruns > RESET_RUNS ||
 			    runs_count(sl) > RESET_PAGES ||
+			    sl->ntables > RESET_TABLES ||
 			    sl->churn > RESET_CHURN);
 }
 
@@ -2960,8 +4163,8 @@ static void reset_slot(int s)
 	uint64_t size = sl->size;
 	int fdi;
 
-	note("reset slot %d (%d runs, %" PRIu64 " pages, churn %" PRIu64 ")", s,
-	     sl->nruns, runs_count(sl), sl->churn);
+	note("reset slot %d (%d runs, %" PRIu64 " pages, %d tables, churn %"
+	     PRIu64 ")", s, sl->nruns, runs_count(sl), sl->ntables, sl->churn);
 	unmap_all(s);
 	check_dead(s);
 	if (!sl->live)
@@ -2972,7 +4175,13 @@ static void reset_slot(int s)
 		check_dead(s);
 		return;
 	}
+	if (!sl->size)		/* a real shrink frees every table */
+		x_truncate(s, fdi, 1);
 	x_truncate(s, fdi, 0);
+	if (!sl->size && sl->tables_bad) {
+		sl->ntables = 0;	/* known again */
+		sl->tables_bad = 0;
+	}
 	x_truncate(s, fdi, size);
 	x_stat(s, 1);
 	sl->churn = 0;
@@ -3059,7 +4268,7 @@ enum {
 	OP_OPEN, OP_CLOSE, OP_TRUNC, OP_WRITE, OP_READ, OP_MMAP, OP_MUNMAP,
 	OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_POPULATE, OP_EVICT, OP_PUNCH,
 	OP_FALLOC, OP_BIND, OP_RENAME, OP_UNLINK, OP_LOAD, OP_STORE, OP_EXEC,
-	OP_STAT, OP_CHILD, OP_CREATE, NOPS
+	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, OP_LINK, NOPS
 };
 
 static const int weight[NOPS] = {
@@ -3068,7 +4277,8 @@ static const int weight[NOPS] = {
 	[OP_MREMAP] = 3, [OP_MADVISE] = 5, [OP_POPULATE] = 4, [OP_EVICT] = 3,
 	[OP_PUNCH] = 4, [OP_FALLOC] = 3, [OP_BIND] = 2, [OP_RENAME] = 2,
 	[OP_UNLINK] = 1, [OP_LOAD] = 12, [OP_STORE] = 10, [OP_EXEC] = 1,
-	[OP_STAT] = 5, [OP_CHILD] = 2, [OP_CREATE] = 1,
+	[OP_STAT] = 5, [OP_CHILD] = 2, [OP_CREATE] = 1, [OP_MINORDER] = 2,
+	[OP_LINK] = 2,
 };
 
 static int pick_op(void)
@@ -3109,7 +4319,7 @@ static void one_op(void)
 	/* ops that need a mapping map first, now and then */
 	if ((op == OP_LOAD || op == OP_STORE || op == OP_MUNMAP ||
 	     op == OP_MPROTECT || op == OP_MREMAP || op == OP_MADVISE ||
-	     op == OP_EXEC) && pick_map(s) < 0)
+	     op == OP_EXEC) && pick_map(s, 0) < 0)
 		op = OP_MMAP;
 	switch (op) {
 	case OP_OPEN: op_open(s); break;
@@ -3140,6 +4350,8 @@ static void one_op(void)
 		break;
 	case OP_CREATE: op_create(s); break;
 	case OP_STAT: op_stat(s); break;
+	case OP_MINORDER: op_min_order(s); break;
+	case OP_LINK: op_link(s); break;
 	default: x_stat(s, 1);
 	}
 }
@@ -3155,6 +4367,8 @@ static void worker_main(int id, uint64_t nops, uint64_t handoff_limit)
 	W.ring_ok = 1;
 	for (i = 0; i < NFILES; i++)
 		W.owned[i] = id * NFILES + i;
+	for (i = 0; i < MAX_COPIES; i++)
+		W.copies[i].va = NOPAGE;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -3184,6 +4398,10 @@ static void worker_main(int id, uint64_t nops, uint64_t handoff_limit)
 			x_stat(s, 1);
 		unmap_all(s);
 		close_all(s);
+		if (S(s)->named == 2) {
+			note("unlink slot %d %s", s, S(s)->name2);
+			check("unlink", unlink(path(S(s)->name2)), 0, 0);
+		}
 		if (S(s)->named) {
 			note("unlink slot %d %s", s, S(s)->name);
 			check("unlink", unlink(path(S(s)->name)), 0, 0);
@@ -3330,7 +4548,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 0; i < nprocs * NFILES; i++)
-		m_clear(&sh->slots[i]);
+		m_new(&sh->slots[i], 0);
 	for (i = 0; i < nprocs; i++)
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, socks[i])) {
 			perror("fuzz: socketpair");
