@@ -127,10 +127,16 @@ void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 
 /* ---- mmap ---- */
 
-/* Is an mmap with these flags and offset mounted (or page by page)? */
+/*
+ * Is an mmap with these flags and offset mounted (or page by page)?  Only
+ * a shared one at offset 0.  (mremap asks get_unmapped_area with MAP_SHARED
+ * for a shared VMA and without a type for a private one.)
+ */
 static bool mounted_mmap(unsigned long flags, unsigned long pgoff)
 {
-	return (flags & MAP_TYPE) != MAP_PRIVATE && !pgoff;
+	unsigned long type = flags & MAP_TYPE;
+
+	return (type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && !pgoff;
 }
 
 static unsigned long morsel_mmap_len(struct file *file, unsigned long len,
@@ -367,7 +373,7 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
 	if (m->nr_maps)
-		morsel_evict_mapped(m, first, last);
+		morsel_evict_mapped(m, inode->i_mapping, first, last);
 	else
 		morsel_free_range(m, first, last);
 	mutex_unlock(&m->lock);

@@ -120,7 +120,8 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
 int morsel_set_order(struct morsel *m, unsigned int order);
 void morsel_free_range(struct morsel *m, u64 start, u64 end);
-void morsel_evict_mapped(struct morsel *m, u64 start, u64 end);
+void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
+			 u64 start, u64 end);
 void morsel_zero_range(struct morsel *m, u64 start, u64 end);
 mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 			    bool exec);

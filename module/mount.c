@@ -180,24 +180,58 @@ static mentry_t vma_mount_entry(struct vm_area_struct *vma)
  */
 static int mount(struct vm_area_struct *vma)
 {
-	mentry_t *slot, want = vma_mount_entry(vma), cur = 0;
+	struct morsel_map *map = vma_map(vma);
+	mentry_t *slot, want, cur;
+	struct page *page = NULL;
 
+again:
+	want = vma_mount_entry(vma);
 	if (!want)		/* order 0 before its page exists */
 		return 0;
-	slot = mount_slot(vma->vm_mm, vma->vm_start, vma_map(vma)->order, true);
-	if (!slot)
-		return -ENOMEM;
-	if (try_cmpxchg64(slot, &cur, want)) {
-		WRITE_ONCE(vma_map(vma)->mounted, true);
-		atomic_long_inc(&morsel_stat_mounts);
-		return 0;
+	/*
+	 * An order-0 entry is a copy of the leaf: hold the page while the
+	 * copy is made, so that an eviction that takes it out meanwhile
+	 * (tree.c) cannot free it while this entry still maps it.
+	 */
+	if (!map->order) {
+		page = pfn_to_page((want & PTE_PFN_MASK) >> PAGE_SHIFT);
+		if (!get_page_unless_zero(page))
+			goto again;
+		if (vma_mount_entry(vma) != want) {
+			put_page(page);
+			goto again;
+		}
 	}
-	/* Mounted already (a racing fault), with exactly these rights? */
-	if (cur != want) {
+	slot = mount_slot(vma->vm_mm, vma->vm_start, map->order, true);
+	if (!slot) {
+		if (page)
+			put_page(page);
+		return -ENOMEM;
+	}
+	cur = 0;
+	if (try_cmpxchg64(slot, &cur, want)) {
+		WRITE_ONCE(map->mounted, true);
+		atomic_long_inc(&morsel_stat_mounts);
+		if (page && vma_mount_entry(vma) != want) {
+			/* Evicted meanwhile, maybe after its unmount ran. */
+			cur = want;
+			WRITE_ONCE(map->mounted, false);
+			if (try_cmpxchg64(slot, &cur, 0))
+				flush_tlb_mm_range(vma->vm_mm, vma->vm_start,
+						   vma->vm_end, PAGE_SHIFT,
+						   false);
+			put_page(page);
+			goto again;
+		}
+	} else if (cur != want && map->order) {
+		/* Not mounted by a racing fault with exactly these rights. */
 		pr_err_ratelimited("morsel: foreign entry %llx at %lx\n",
 				   cur, vma->vm_start);
 		return -EEXIST;
 	}
+	/* (Order 0: another fault's stale copy goes; the access refaults.) */
+	if (page)
+		put_page(page);
 	return 0;
 }
 
@@ -373,8 +407,13 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 	do {
 		if (!cur)
 			return;
-		if ((cur ^ morsel_mount_entry(map->morsel, map->order, true,
-					      true)) & PTE_PFN_MASK) {
+		/*
+		 * An order-0 entry is a leaf copy, maybe of a page that
+		 * eviction just took out: the slot is this VMA's alone.
+		 */
+		if (map->order &&
+		    ((cur ^ morsel_mount_entry(map->morsel, map->order, true,
+					       true)) & PTE_PFN_MASK)) {
 			pr_err_ratelimited("morsel: foreign entry %llx at %lx kept\n",
 					   cur, vma->vm_start);
 			return;

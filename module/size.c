@@ -7,7 +7,8 @@
  * any longer shared mapping (mount.c); a new, empty file is order 0 and
  * owns no memory.  The order rises whenever one of these needs it, also
  * while the morsel is mapped (tree.c keeps every table in place); it falls
- * back only when the size shrinks and no shared mapping holds it up.
+ * back to what the size needs at a size change when no shared mapping
+ * holds it up.
  *
  * Limits, as tmpfs has them: data pages and page tables both count
  * against size=; morsel_charge() takes the pages before tree.c allocates
@@ -194,7 +195,8 @@ int morsel_resize(struct inode *inode, loff_t size)
 	if (size < old) {
 		morsel_zero_range(m, size, PAGE_ALIGN(size));
 		if (m->nr_maps)
-			morsel_evict_mapped(m, PAGE_ALIGN(size),
+			morsel_evict_mapped(m, inode->i_mapping,
+					    PAGE_ALIGN(size),
 					    morsel_extent(m->order));
 		else
 			morsel_free_range(m, PAGE_ALIGN(size),

@@ -56,6 +56,7 @@
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -440,23 +441,31 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  * TLBs and secondary MMUs of every process mapping the morsel are flushed
  * (morsel_flush_mappers), and only then are the pages released.  Tables
  * stay: a concurrent fault may be walking them.
- * An order-0 mapping's mount entry is a copy of the leaf of offset 0, so
- * while one exists (or the morsel itself is order 0) that page is zeroed
- * instead.  Offsets are page aligned; caller holds m->lock.
+ * An order-0 mapping's mount entry is a *copy* of the leaf of offset 0:
+ * when that page goes, unmap_mapping_range() on @mapping also clears those
+ * copies (->pgtable_unmount, under the i_mmap lock, which keeps the
+ * mappers' tables alive), after the leaf was cleared and before the page
+ * is released; mount.c pins the page while it copies it.  Offsets are page
+ * aligned; caller holds m->lock.
  */
-void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
+void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
+			 u64 start, u64 end)
 {
-	u64 table_span = level_span(1), off;
+	u64 table_span = level_span(1), off, first = start;
+	bool copies = !start && (!m->order || morsel_order0_mapped(m));
 	LIST_HEAD(freed);
 	struct page *page, *next;
 
 	lockdep_assert_held(&m->lock);
-	if (!start && start < end && (!m->order || morsel_order0_mapped(m))) {
-		morsel_zero_range(m, 0, PAGE_SIZE);
-		start = PAGE_SIZE;
-	}
-	if (!m->order || start >= end)
+	if (start >= end)
 		return;
+	if (!m->order) {		/* the root is the leaf */
+		mentry_t e = xchg(&m->root, 0);
+
+		if (e)
+			list_add(&entry_page(e)->lru, &freed);
+		start = end;
+	}
 	for (off = start; off < end;
 	     off = round_down(off, table_span) + table_span) {
 		u64 stop = min(end, round_down(off, table_span) + table_span);
@@ -483,7 +492,9 @@ void morsel_evict_mapped(struct morsel *m, u64 start, u64 end)
 	}
 	if (list_empty(&freed))
 		return;
-	morsel_flush_mappers(m, start, end);
+	if (copies)
+		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
+	morsel_flush_mappers(m, first, end);
 	list_for_each_entry_safe(page, next, &freed, lru) {
 		list_del(&page->lru);
 		put_page(page);

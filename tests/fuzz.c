@@ -113,17 +113,13 @@
  * mm/mremap.c, mm/madvise.c, mm/gup.c); where several errors apply to one
  * call, any of them is accepted.  Populated pages are modelled as the
  * module does it (a failed write populates its page, then frees what lies
- * past the size; eviction while a shared order-0 mapping exists zeroes
- * page 0 instead of freeing it), and any page at or past the page-rounded
- * size must give SIGBUS (docs/errors.md F1), except in a page a private
- * mapping has its own copy of.  --lenient accepts the ways the module
- * still differs (found by this fuzzer): (1) such a page that is
- * populated, which a mapping that mounted it reaches without a fault (page
- * 0 after a shrink to 0 while an order-0 mapping exists: reads zeros, and
- * what is written there shows when the file grows again); (2) EINVAL from
- * an mremap that has to move a private mapping at offset 0
- * (morsel_get_unmapped_area takes it for a mounted one: mremap passes no
- * MAP_PRIVATE).
+ * past the size), and any page at or past the page-rounded size must give
+ * SIGBUS (docs/errors.md F1), except in a page a private mapping has its
+ * own copy of.  --lenient accepts two ways the module differed before they
+ * were fixed (found by this fuzzer, kept to replay old runs): (1) a
+ * populated page past the size that a mapping reaches without a fault
+ * (page 0 after a shrink to 0 while an order-0 mapping existed); (2)
+ * EINVAL from an mremap that has to move a private mapping at offset 0.
  *
  * Concurrency rules inside one worker: single-threaded; the only other
  * process touching a worker's morsels is its own child, as described.
@@ -919,12 +915,6 @@ static int mapped(int s)
 	return own_maps_kind(s, 1) + (child_alive() ? W.ch.holds[s] : 0) > 0;
 }
 
-/* A shared mapping of order 0 (its mount entry is page 0's leaf itself)? */
-static int order0_mapped(int s)
-{
-	return own_maps_kind(s, 3) + (child_alive() ? W.ch.holds0[s] : 0) > 0;
-}
-
 static int is_target(int s)
 {
 	return child_alive() && W.ch.slot == s;
@@ -1141,8 +1131,8 @@ static void unmap_model(uint64_t a, uint64_t len)
 
 /*
  * Pages [first, last) (page aligned) leave the tree, as tree.c does it:
- * freed, except that while a shared mapping of order 0 exists (or the
- * morsel is order 0 and mapped) page 0 is zeroed and stays.
+ * freed (order-0 mappings, whose mount entry copies page 0, are unmounted
+ * and refault).
  */
 static void m_free_pages(int s, uint64_t first, uint64_t last)
 {
@@ -1150,12 +1140,6 @@ static void m_free_pages(int s, uint64_t first, uint64_t last)
 
 	if (first >= last)
 		return;
-	if (!first && mapped(s) && (!sl->order || order0_mapped(s))) {
-		m_zero(sl, 0, PG);
-		first = PG;
-		if (first >= last)
-			return;
-	}
 	m_zero(sl, first, last - first);
 	runs_del(sl, first / PG, last / PG);
 	if (!mapped(s))		/* morsel_free_range; mapped: tables stay */
