@@ -85,23 +85,21 @@ static const struct inode_operations morsel_special_iops;
 
 /* ---- inode space (nr_inodes=) ---- */
 
-/* Take @bytes of inode space; -ENOSPC past nr_inodes=.  Lock-free. */
-static int ispace_charge(struct morsel_sb *sbi, long bytes)
-{
-	long used = atomic_long_read(&sbi->ispace);
-
-	do {
-		unsigned long max = READ_ONCE(sbi->max_inodes);
-
-		if (max && used + bytes > (long)max * MORSEL_BOGO_INODE)
-			return -ENOSPC;
-	} while (!atomic_long_try_cmpxchg(&sbi->ispace, &used, used + bytes));
-	return 0;
-}
-
 static void ispace_uncharge(struct morsel_sb *sbi, long bytes)
 {
 	atomic_long_sub(bytes, &sbi->ispace);
+}
+
+/* Take @bytes of inode space, or nothing; -ENOSPC past nr_inodes=. */
+static int ispace_charge(struct morsel_sb *sbi, long bytes)
+{
+	long limit = READ_ONCE(sbi->max_inodes) * MORSEL_BOGO_INODE;
+	long got = morsel_take_upto(&sbi->ispace, limit, bytes);
+
+	if (got == bytes)
+		return 0;
+	ispace_uncharge(sbi, got);
+	return -ENOSPC;
 }
 
 /* ---- extended attributes ---- */

@@ -144,10 +144,11 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* size.c */
 bool morsel_charge(struct morsel *m, unsigned long nr);
+long morsel_take_upto(atomic_long_t *used, long limit, long nr);
 unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr);
 void morsel_uncharge(struct morsel *m, unsigned long nr);
 unsigned int morsel_max_order(void);
-int morsel_order_ok(struct morsel *m, unsigned int order);
+int morsel_raise_order(struct morsel *m, unsigned int order);
 int morsel_grow_order(struct morsel *m, loff_t size);
 int morsel_resize(struct inode *inode, loff_t size);
 void morsel_fit_order(struct inode *inode);

@@ -268,12 +268,8 @@ static int map_check(struct morsel *m, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (morsel_top_level_mount(order))
 		return -EOPNOTSUPP;
-	if (order > m->order) {
-		err = morsel_order_ok(m, order) ?: morsel_set_order(m, order);
-		if (err)
-			return err;
-	}
-	return order;
+	err = morsel_raise_order(m, order);
+	return err ? err : order;
 }
 
 /*

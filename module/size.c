@@ -31,6 +31,29 @@
 /* ---- the size limit ---- */
 
 /**
+ * morsel_take_upto - add up to @nr to the counter @used below @limit
+ * @used:  a use counter of the instance (pages, or inode space in fs.c)
+ * @limit: its limit; 0 means none
+ * @nr:    what the caller wants
+ *
+ * Return: how much was added (less than @nr only at the limit).
+ * Lock-free: a cmpxchg loop against concurrent charges.
+ */
+long morsel_take_upto(atomic_long_t *used, long limit, long nr)
+{
+	long cur = atomic_long_read(used), take;
+
+	do {
+		take = nr;
+		if (limit)
+			take = clamp_t(long, limit - cur, 0, nr);
+		if (!take)
+			return 0;
+	} while (!atomic_long_try_cmpxchg(used, &cur, cur + take));
+	return take;
+}
+
+/**
  * morsel_charge_upto - charge up to @nr pages to @m's file system
  *
  * Return: how many were charged (fewer than @nr only when size= is
@@ -39,16 +62,8 @@
 unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr)
 {
 	struct morsel_sb *sbi = m->sbi;
-	long used = atomic_long_read(&sbi->used), take;
 
-	do {
-		take = nr;
-		if (sbi->max_blocks)
-			take = clamp_t(long, (long)sbi->max_blocks - used, 0, nr);
-		if (!take)
-			return 0;
-	} while (!atomic_long_try_cmpxchg(&sbi->used, &used, used + take));
-	return take;
+	return morsel_take_upto(&sbi->used, READ_ONCE(sbi->max_blocks), nr);
 }
 
 /* Charge exactly @nr pages, or nothing.  Return: true if charged. */
@@ -84,14 +99,12 @@ static int wanted_order(struct morsel *m, loff_t size)
 	return max_t(int, order, m->min_order);
 }
 
-/**
- * morsel_order_ok - may @m rise to order @order?
- *
- * A bound morsel keeps its address only if the larger extent stays
- * aligned and inside the address space.  Caller holds m->lock.
- * Return: 0, -EFBIG (past the largest order) or -EBUSY (bound).
+/*
+ * May @m rise to order @order?  A bound morsel keeps its address only if
+ * the larger extent stays aligned and inside the address space.  Caller
+ * holds m->lock.  Return: 0, -EFBIG (past the largest order) or -EBUSY.
  */
-int morsel_order_ok(struct morsel *m, unsigned int order)
+static int order_ok(struct morsel *m, unsigned int order)
 {
 	u64 extent = morsel_extent(order);
 
@@ -104,12 +117,17 @@ int morsel_order_ok(struct morsel *m, unsigned int order)
 	return 0;
 }
 
-/* Raise @m to @order if it is below.  Caller holds m->lock. */
-static int raise_to(struct morsel *m, unsigned int order)
+/**
+ * morsel_raise_order - raise @m to @order if it is below
+ *
+ * Also while mapped (tree.c).  Caller holds m->lock.
+ * Return: 0, -EFBIG, -EBUSY (bound), -ENOSPC or -ENOMEM.
+ */
+int morsel_raise_order(struct morsel *m, unsigned int order)
 {
 	if (order <= m->order)
 		return 0;
-	return morsel_order_ok(m, order) ?: morsel_set_order(m, order);
+	return order_ok(m, order) ?: morsel_set_order(m, order);
 }
 
 /**
@@ -129,7 +147,7 @@ int morsel_grow_order(struct morsel *m, loff_t size)
 	if (order < 0)
 		return order;
 	mutex_lock(&m->lock);
-	err = raise_to(m, order);
+	err = morsel_raise_order(m, order);
 	mutex_unlock(&m->lock);
 	return err;
 }
@@ -187,7 +205,7 @@ int morsel_resize(struct inode *inode, loff_t size)
 		return order;
 	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
-	err = raise_to(m, order);
+	err = morsel_raise_order(m, order);
 	if (err)
 		goto out;
 	/* The new size first: a fault past it now gives SIGBUS. */
@@ -226,7 +244,7 @@ int morsel_set_min_order(struct inode *inode, unsigned int order)
 	if (order > morsel_max_order())
 		return -EINVAL;
 	mutex_lock(&m->lock);
-	err = raise_to(m, order);
+	err = morsel_raise_order(m, order);
 	if (!err)
 		m->min_order = order;
 	mutex_unlock(&m->lock);

@@ -49,33 +49,11 @@
 /* Far from the mmap base and from morsel_test's 0x600000000000. */
 #define BIND_ADDR 0x620000000000ULL
 
-/* A system call that must fail with @err (-1 or MAP_FAILED). */
-#define ASSERT_ERRNO(err, call) do {					\
-	long _r;							\
-	int _e;								\
-	errno = 0;							\
-	_r = (long)(call);						\
-	_e = errno;							\
-	ASSERT_EQ(-1, _r) TH_LOG("%s succeeded", #call);		\
-	ASSERT_EQ(err, _e) TH_LOG("%s: %s", #call, strerror(_e));	\
-} while (0)
-
 static void *volatile bad_ptr = (void *)16;	/* unmapped, opaque to gcc */
-
-static void read_byte(volatile char *p)
-{
-	(void)*p;
-}
 
 static void write_byte(volatile char *p)
 {
 	*p = 'X';
-}
-
-/* Become nobody (uid and gid 65534, no capabilities); 0 on success. */
-static int become_nobody(void)
-{
-	return setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534);
 }
 
 /* The exit code of child @pid, or 128 + its signal. */
@@ -1051,37 +1029,30 @@ TEST(madvise_mergeable_needs_ksm)
 
 #define LIM "/tmp/morsel-errors-lim"
 
-static int mount_opts(const char *opts)
-{
-	mkdir(LIM, 0755);
-	umount2(LIM, MNT_DETACH);
-	return mount("none", LIM, "morselfs", 0, opts);
-}
-
 TEST(mount_nr_inodes_bad_value_einval)
 {
-	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=10%"));
-	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=1x"));
-	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=-1"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "nr_inodes=10%"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "nr_inodes=1x"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "nr_inodes=-1"));
 }
 
 TEST(mount_size_bad_value_einval)
 {
-	ASSERT_ERRNO(EINVAL, mount_opts("size"));	/* no value */
-	ASSERT_ERRNO(EINVAL, mount_opts("size=-1"));
-	ASSERT_ERRNO(EINVAL, mount_opts("size=12%x"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "size"));	/* no value */
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "size=-1"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "size=12%x"));
 }
 
 /* Values that overflow 64 bits are refused, never wrapped to 0 ("none"). */
 TEST(mount_overflowing_value_einval)
 {
-	ASSERT_ERRNO(EINVAL, mount_opts("size=16777216t"));
-	ASSERT_ERRNO(EINVAL, mount_opts("size=18446744073709551616"));
-	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=16777216t"));
-	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=9223372036854775808"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "size=16777216t"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "size=18446744073709551616"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "nr_inodes=16777216t"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "nr_inodes=9223372036854775808"));
 	/* nr_inodes= x 1024 bytes of inode space must fit in a long */
-	ASSERT_ERRNO(EINVAL, mount_opts("nr_inodes=9007199254740992"));
-	ASSERT_EQ(0, mount_opts("nr_inodes=9007199254740991"));
+	ASSERT_ERRNO(EINVAL, mount_instance(LIM, "nr_inodes=9007199254740992"));
+	ASSERT_EQ(0, mount_instance(LIM, "nr_inodes=9007199254740991"));
 	EXPECT_EQ(0, umount(LIM));
 }
 
@@ -1092,7 +1063,7 @@ TEST(failed_fallocate_leaves_nothing_past_size)
 	struct statfs sf;
 	int fd;
 
-	ASSERT_EQ(0, mount_opts("size=64k"));	/* 16 pages */
+	ASSERT_EQ(0, mount_instance(LIM, "size=64k"));	/* 16 pages */
 	fd = morsel_create(LIM "/f", 8 * KiB + 1, 0644);	/* 1 table */
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(3, pwrite(fd, "abc", 3, 0));
@@ -1112,7 +1083,7 @@ TEST(remount_size_below_use_einval)
 	char buf[PG] = "";
 	int fd, i;
 
-	ASSERT_EQ(0, mount_opts("size=1m"));
+	ASSERT_EQ(0, mount_instance(LIM, "size=1m"));
 	fd = morsel_create(LIM "/a", 2 * MiB, 0644);	/* one PTE table */
 	ASSERT_LE(0, fd);
 	for (i = 0; i < 10; i++)
@@ -1130,7 +1101,7 @@ TEST(remount_nr_inodes_below_use_einval)
 	struct statfs sf;
 	int fd, i;
 
-	ASSERT_EQ(0, mount_opts("nr_inodes=10"));
+	ASSERT_EQ(0, mount_instance(LIM, "nr_inodes=10"));
 	for (i = 0; i < 3; i++) {	/* 4 inodes with the root */
 		char name[64];
 

@@ -41,41 +41,9 @@
 /* A private instance for tests that need their own options or limits. */
 #define INST "/tmp/morsel-fs-inst"
 
-/* A system call that must fail with @err (-1 or MAP_FAILED). */
-#define ASSERT_ERRNO(err, call) do {					\
-	long _r;							\
-	int _e;								\
-	errno = 0;							\
-	_r = (long)(call);						\
-	_e = errno;							\
-	ASSERT_EQ(-1, _r) TH_LOG("%s succeeded", #call);		\
-	ASSERT_EQ(err, _e) TH_LOG("%s: %s", #call, strerror(_e));	\
-} while (0)
-
-static int mount_inst(const char *opts)
-{
-	mkdir(INST, 0755);
-	umount2(INST, MNT_DETACH);
-	return mount("none", INST, "morselfs", 0, opts);
-}
-
 static int remount_inst(const char *opts)
 {
 	return mount("none", INST, NULL, MS_REMOUNT, opts);
-}
-
-/* The option string /proc/mounts shows for @dir. */
-static void mount_opts(const char *dir, char *out, size_t len)
-{
-	FILE *f = setmntent("/proc/mounts", "r");
-	struct mntent *e;
-
-	out[0] = 0;
-	while (f && (e = getmntent(f)))
-		if (!strcmp(e->mnt_dir, dir))
-			snprintf(out, len, "%s", e->mnt_opts);
-	if (f)
-		endmntent(f);
 }
 
 /* Free inodes (statfs f_ffree) of the file system at @dir; -1 on error. */
@@ -84,12 +52,6 @@ static long ffree(const char *dir)
 	struct statfs sf;
 
 	return statfs(dir, &sf) ? -1 : (long)sf.f_ffree;
-}
-
-/* Become nobody (uid and gid 65534, no capabilities); 0 on success. */
-static int become_nobody(void)
-{
-	return setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534);
 }
 
 /* The exit status of child @pid (-1 if it did not exit). */
@@ -548,7 +510,7 @@ TEST(o_tmpfile_never_linked_is_freed)
 	struct statfs before, during, after;
 	int fd, fd2;
 
-	ASSERT_EQ(0, mount_inst("nr_inodes=3,size=1m"));
+	ASSERT_EQ(0, mount_instance(INST, "nr_inodes=3,size=1m"));
 	ASSERT_EQ(0, statfs(INST, &before));
 	EXPECT_EQ(2, before.f_ffree);
 	fd = open(INST, O_TMPFILE | O_RDWR, 0600);
@@ -771,7 +733,7 @@ TEST(xattr_space_enospc_and_freed_with_inode)
 	static char value[1024];
 	char buf[8];
 
-	ASSERT_EQ(0, mount_inst("nr_inodes=3"));	/* 3072 bytes */
+	ASSERT_EQ(0, mount_instance(INST, "nr_inodes=3"));	/* 3072 bytes */
 	ASSERT_EQ(0, put(INST "/f", "x"));		/* 2048 used */
 	ASSERT_EQ(1, ffree(INST));
 	/* 40 + 6 + 900 = 946 bytes: fits, and shows as one inode less */
@@ -808,23 +770,23 @@ TEST(mount_mode_uid_gid)
 	struct stat sb;
 
 	/* the defaults, as tmpfs: 01777, owned by the mounter (root) */
-	ASSERT_EQ(0, mount_inst(""));
+	ASSERT_EQ(0, mount_instance(INST, ""));
 	ASSERT_EQ(0, stat(INST, &sb));
 	EXPECT_EQ(S_IFDIR | 01777, sb.st_mode);
 	EXPECT_EQ(0, sb.st_uid);
 	EXPECT_EQ(0, sb.st_gid);
-	mount_opts(INST, opts, sizeof(opts));
+	proc_mount_opts(INST, opts, sizeof(opts));
 	TH_LOG("/proc/mounts: %s", opts);
 	EXPECT_EQ(NULL, strstr(opts, "mode="));
 	EXPECT_EQ(NULL, strstr(opts, "uid="));
 	EXPECT_EQ(NULL, strstr(opts, "gid="));
 	/* given ones */
-	ASSERT_EQ(0, mount_inst("mode=0750,uid=1000,gid=2000,nr_inodes=10"));
+	ASSERT_EQ(0, mount_instance(INST, "mode=0750,uid=1000,gid=2000,nr_inodes=10"));
 	ASSERT_EQ(0, stat(INST, &sb));
 	EXPECT_EQ(S_IFDIR | 0750, sb.st_mode);
 	EXPECT_EQ(1000, sb.st_uid);
 	EXPECT_EQ(2000, sb.st_gid);
-	mount_opts(INST, opts, sizeof(opts));
+	proc_mount_opts(INST, opts, sizeof(opts));
 	TH_LOG("/proc/mounts: %s", opts);
 	EXPECT_NE(NULL, strstr(opts, ",mode=750"));
 	EXPECT_NE(NULL, strstr(opts, ",uid=1000"));
@@ -839,7 +801,7 @@ TEST(mount_mode_uid_gid)
 	EXPECT_EQ(S_IFDIR | 0700, sb.st_mode);
 	EXPECT_EQ(3000, sb.st_uid);
 	EXPECT_EQ(2000, sb.st_gid);
-	mount_opts(INST, opts, sizeof(opts));
+	proc_mount_opts(INST, opts, sizeof(opts));
 	TH_LOG("/proc/mounts: %s", opts);
 	EXPECT_NE(NULL, strstr(opts, ",mode=700"));
 	EXPECT_NE(NULL, strstr(opts, ",uid=3000"));
@@ -855,7 +817,7 @@ TEST(mount_mode_uid_gid)
 	EXPECT_EQ(S_IFDIR | 01777, sb.st_mode);
 	EXPECT_EQ(0, sb.st_uid);
 	EXPECT_EQ(0, sb.st_gid);
-	mount_opts(INST, opts, sizeof(opts));
+	proc_mount_opts(INST, opts, sizeof(opts));
 	EXPECT_EQ(NULL, strstr(opts, "mode="));
 	EXPECT_EQ(NULL, strstr(opts, "uid="));
 	EXPECT_EQ(NULL, strstr(opts, "gid="));
@@ -874,10 +836,10 @@ TEST(mount_mode_uid_gid_bad_values_einval)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		TH_LOG("%s", bad[i]);
-		ASSERT_ERRNO(EINVAL, mount_inst(bad[i]));
+		ASSERT_ERRNO(EINVAL, mount_instance(INST, bad[i]));
 	}
 	/* a remount with a bad value changes nothing */
-	ASSERT_EQ(0, mount_inst("mode=755,uid=5"));
+	ASSERT_EQ(0, mount_instance(INST, "mode=755,uid=5"));
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ASSERT_ERRNO(EINVAL, remount_inst(bad[i]));
 	ASSERT_ERRNO(EINVAL, remount_inst("mode=700,uid=-1"));
@@ -896,7 +858,7 @@ TEST(nr_inodes_counts_every_inode_kind)
 	long n;
 	int fd, s;
 
-	ASSERT_EQ(0, mount_inst("nr_inodes=20"));
+	ASSERT_EQ(0, mount_instance(INST, "nr_inodes=20"));
 	n = ffree(INST);
 	ASSERT_EQ(19, n);	/* the root is one */
 	ASSERT_EQ(0, put(INST "/file", "x"));
@@ -935,7 +897,7 @@ TEST(nr_inodes_counts_every_inode_kind)
 	EXPECT_EQ(19, ffree(INST));
 	EXPECT_EQ(0, umount(INST));
 	/* at the limit, every kind gives ENOSPC */
-	ASSERT_EQ(0, mount_inst("nr_inodes=2"));
+	ASSERT_EQ(0, mount_instance(INST, "nr_inodes=2"));
 	ASSERT_EQ(0, mkfifo(INST "/last", 0644));
 	ASSERT_EQ(0, ffree(INST));
 	ASSERT_ERRNO(ENOSPC, open(INST "/f", O_CREAT | O_RDWR, 0600));

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the kselftest-harness suites (safety_test, errors_test,
- * fs_test):
- * paths in the suite's morselfs, fresh morsels, running an access in a
- * child to see which signal it gets, and writing a control file.  No locking: each TEST is a process.
+ * fs_test, mapping_test): paths in the suite's morselfs, fresh morsels,
+ * running an access in a child to see which signal it gets, a call that
+ * must fail with an errno, dropping privileges, private morselfs
+ * instances and their options in /proc/mounts, and writing a control
+ * file.  No locking: each TEST is a process.  Include it after
+ * kselftest_harness.h.
  */
 #ifndef MORSEL_KSFT_UTIL_H
 #define MORSEL_KSFT_UTIL_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <mntent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +58,51 @@ static inline int in_child(void (*fn)(volatile char *), volatile char *arg)
 	if (WIFSIGNALED(status))
 		return WTERMSIG(status);
 	return WEXITSTATUS(status) ? -1 : 0;
+}
+
+/* A system call that must fail with @err (-1 or MAP_FAILED). */
+#define ASSERT_ERRNO(err, call) do {					\
+	long _r;							\
+	int _e;								\
+	errno = 0;							\
+	_r = (long)(call);						\
+	_e = errno;							\
+	ASSERT_EQ(-1, _r) TH_LOG("%s succeeded", #call);		\
+	ASSERT_EQ(err, _e) TH_LOG("%s: %s", #call, strerror(_e));	\
+} while (0)
+
+/* For in_child(): a read of @p (SIGSEGV, SIGBUS or nothing). */
+static inline void read_byte(volatile char *p)
+{
+	(void)*p;
+}
+
+/* Become nobody (uid and gid 65534, no capabilities); 0 on success. */
+static inline int become_nobody(void)
+{
+	return setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534);
+}
+
+/* A fresh morselfs instance at @dir with the options @opts; mount(2)'s. */
+static inline int mount_instance(const char *dir, const char *opts)
+{
+	mkdir(dir, 0755);
+	umount2(dir, MNT_DETACH);
+	return mount("none", dir, "morselfs", 0, opts);
+}
+
+/* The option string /proc/mounts shows for @dir ("" if not mounted). */
+static inline void proc_mount_opts(const char *dir, char *out, size_t len)
+{
+	FILE *f = setmntent("/proc/mounts", "r");
+	struct mntent *e;
+
+	out[0] = 0;
+	while (f && (e = getmntent(f)))
+		if (!strcmp(e->mnt_dir, dir))
+			snprintf(out, len, "%s", e->mnt_opts);
+	if (f)
+		endmntent(f);
 }
 
 /* Write the string @s to the file @path (sysfs, cgroupfs); 0 or -1. */

@@ -39,22 +39,6 @@
 #define PG 4096ULL
 #define BIND_ADDR 0x620000000000ULL
 
-/* A system call that must fail with @err (-1 or MAP_FAILED). */
-#define ASSERT_ERRNO(err, call) do {					\
-	long _r;							\
-	int _e;								\
-	errno = 0;							\
-	_r = (long)(call);						\
-	_e = errno;							\
-	ASSERT_EQ(-1, _r) TH_LOG("%s succeeded", #call);		\
-	ASSERT_EQ(err, _e) TH_LOG("%s: %s", #call, strerror(_e));	\
-} while (0)
-
-static void read_byte(volatile char *p)
-{
-	(void)*p;
-}
-
 static struct morsel_stat st(int fd)
 {
 	struct morsel_stat s;

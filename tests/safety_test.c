@@ -331,27 +331,6 @@ TEST(mappings_long_list_bounded)
 
 #define LIM "/tmp/morsel-limits"
 
-static int mount_limits(const char *opts)
-{
-	mkdir(LIM, 0755);
-	umount2(LIM, MNT_DETACH);
-	return mount("none", LIM, "morselfs", 0, opts);
-}
-
-/* The option string /proc/mounts shows for @dir. */
-static void mount_opts(const char *dir, char *out, size_t len)
-{
-	FILE *f = setmntent("/proc/mounts", "r");
-	struct mntent *e;
-
-	out[0] = 0;
-	while (f && (e = getmntent(f)))
-		if (!strcmp(e->mnt_dir, dir))
-			snprintf(out, len, "%s", e->mnt_opts);
-	if (f)
-		endmntent(f);
-}
-
 static void fault_page(volatile char *p)
 {
 	*p = 1;
@@ -365,7 +344,7 @@ TEST(size_limit_enospc_sigbus_nothing_lost)
 	struct stat sb;
 	int fd, i;
 
-	ASSERT_EQ(0, mount_limits("size=1m,nr_inodes=100"));
+	ASSERT_EQ(0, mount_instance(LIM, "size=1m,nr_inodes=100"));
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ(MORSELFS_MAGIC, sf.f_type);
 	EXPECT_EQ(256, sf.f_blocks);
@@ -414,7 +393,7 @@ TEST(size_limit_enospc_sigbus_nothing_lost)
 	/* Remount: not below the use, and /proc/mounts shows the limits. */
 	EXPECT_EQ(-1, mount("none", LIM, NULL, MS_REMOUNT, "size=512k"));
 	ASSERT_EQ(0, mount("none", LIM, NULL, MS_REMOUNT, "size=2m"));
-	mount_opts(LIM, opts, sizeof(opts));
+	proc_mount_opts(LIM, opts, sizeof(opts));
 	TH_LOG("/proc/mounts: %s", opts);
 	EXPECT_NE(NULL, strstr(opts, "size=2048k"));
 	EXPECT_NE(NULL, strstr(opts, "nr_inodes=100"));
@@ -432,7 +411,7 @@ TEST(size_limit_order_change_and_tables)
 	int fd;
 
 	/* 3 pages: a 1 GiB morsel needs a PMD and a PTE table per 2 MiB. */
-	ASSERT_EQ(0, mount_limits("size=12k"));
+	ASSERT_EQ(0, mount_instance(LIM, "size=12k"));
 	fd = morsel_create(LIM "/b", 4 * KiB, 0644);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, 1 * GiB));	/* PMD table: 1 */
@@ -455,7 +434,7 @@ TEST(inode_limit_and_options)
 	struct statfs sf;
 	int fd;
 
-	ASSERT_EQ(0, mount_limits("nr_inodes=3"));	/* the root is one */
+	ASSERT_EQ(0, mount_instance(LIM, "nr_inodes=3"));	/* the root is one */
 	fd = open(LIM "/1", O_CREAT | O_RDWR, 0600);
 	ASSERT_LE(0, fd);
 	close(fd);
@@ -473,31 +452,31 @@ TEST(inode_limit_and_options)
 	EXPECT_EQ(0, umount(LIM));
 	/* size=N% of RAM; the default is 50 %. */
 	ASSERT_EQ(0, sysinfo(&si));
-	ASSERT_EQ(0, mount_limits("size=10%"));
+	ASSERT_EQ(0, mount_instance(LIM, "size=10%"));
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ((uint64_t)si.totalram * si.mem_unit / 10 / PG, sf.f_blocks);
 	EXPECT_EQ(0, umount(LIM));
-	ASSERT_EQ(0, mount_limits(""));
+	ASSERT_EQ(0, mount_instance(LIM, ""));
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ((uint64_t)si.totalram * si.mem_unit / 2 / PG, sf.f_blocks);
 	EXPECT_EQ(0, umount(LIM));
-	ASSERT_EQ(0, mount_limits("size=3g,nr_inodes=2k"));
+	ASSERT_EQ(0, mount_instance(LIM, "size=3g,nr_inodes=2k"));
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ(3 * GiB / PG, sf.f_blocks);
 	EXPECT_EQ(2048, sf.f_files);
 	EXPECT_EQ(0, umount(LIM));
 	/* Bad options fail the mount. */
 	errno = 0;
-	EXPECT_EQ(-1, mount_limits("size=101%"));
+	EXPECT_EQ(-1, mount_instance(LIM, "size=101%"));
 	EXPECT_EQ(EINVAL, errno);
 	errno = 0;
-	EXPECT_EQ(-1, mount_limits("size=12q"));
+	EXPECT_EQ(-1, mount_instance(LIM, "size=12q"));
 	EXPECT_EQ(EINVAL, errno);
 	errno = 0;
-	EXPECT_EQ(-1, mount_limits("nr_inodes="));
+	EXPECT_EQ(-1, mount_instance(LIM, "nr_inodes="));
 	EXPECT_EQ(EINVAL, errno);
 	errno = 0;
-	EXPECT_EQ(-1, mount_limits("colour=blue"));
+	EXPECT_EQ(-1, mount_instance(LIM, "colour=blue"));
 	EXPECT_EQ(EINVAL, errno);
 }
 
