@@ -91,6 +91,54 @@ int morsel_send_fd(int sock, int fd);
 /* Receive one; returns the new fd (O_CLOEXEC) or -errno. */
 int morsel_recv_fd(int sock);
 
+/*
+ * The file cache (morsel-cached, case study 1).  A client passes an fd it
+ * opened for reading (proof that it may read the file) over the daemon's
+ * AF_UNIX socket and gets back a read-only fd of a morsel holding the
+ * file's bytes from offset 0: one morsel per file, of the smallest order
+ * that holds it.  @socket_path NULL means $MORSEL_CACHED_SOCKET, else
+ * MORSEL_CACHED_SOCKET.
+ */
+#define MORSEL_CACHED_SOCKET	"/run/morsel-cached.sock"
+
+struct morsel_cache_info {
+	uint64_t size;		/* file size: the morsel's bytes [0, size) */
+	uint64_t extent;	/* bytes a mapping of the morsel covers */
+	uint32_t order;
+	uint32_t flags;		/* MORSEL_CACHE_HIT: no load was needed */
+};
+#define MORSEL_CACHE_HIT	0x1
+
+struct morsel_cache_stats {
+	uint64_t entries;	/* cached files */
+	uint64_t bytes;		/* their memory: pages and tables */
+	uint64_t budget;	/* the daemon's --budget */
+	uint64_t hits, loads, evictions, refusals;
+};
+
+/* Connect; returns the socket (O_CLOEXEC) or -errno. */
+int morsel_cache_connect(const char *socket_path);
+/*
+ * Ask for the file open as @fd; returns the morsel fd (O_RDONLY, O_CLOEXEC)
+ * and fills @info (may be NULL), or -errno: EACCES (@fd not open for
+ * reading), EINVAL (not a regular file, empty, or on morselfs), EFBIG
+ * (larger than the largest morsel), ENOSPC (over the budget and nothing can
+ * be evicted), ESTALE (the file changed while it was loaded), EIO (a short
+ * read), ECONNRESET or EPIPE (the daemon went away).
+ */
+int morsel_cache_get(int sock, int fd, struct morsel_cache_info *info);
+/*
+ * All in one call: connect, get, map the morsel read-only (MAP_SHARED, one
+ * entry), close both fds.  *@addr is the file's first byte, *@len its size.
+ */
+int morsel_cache_map(const char *socket_path, int fd, void **addr,
+		     size_t *len);
+int morsel_cache_map_path(const char *socket_path, const char *path,
+			  void **addr, size_t *len);
+/* Unmap what morsel_cache_map() returned (the whole extent). */
+int morsel_cache_unmap(void *addr, size_t len);
+int morsel_cache_stats(int sock, struct morsel_cache_stats *st);
+
 #ifdef __cplusplus
 }
 #endif
