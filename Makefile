@@ -12,7 +12,7 @@ SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
-BINS    += tests/fuzz_bin
+BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -53,24 +53,31 @@ user: $(LIB) $(SOLIB) $(SOLINKS) $(BINS)
 
 build: module user
 
-lib/morsel.o: lib/morsel.c lib/morsel.h include/uapi/linux/morsel.h
+LIBOBJS := lib/morsel.o lib/cache.o
+
+lib/%.o: lib/%.c lib/morsel.h lib/cache_proto.h include/uapi/linux/morsel.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(LIB): lib/morsel.o
+$(LIB): $(LIBOBJS)
 	$(AR) rcs $@ $^
 
-lib/morsel.pic.o: lib/morsel.c lib/morsel.h include/uapi/linux/morsel.h
+lib/%.pic.o: lib/%.c lib/morsel.h lib/cache_proto.h include/uapi/linux/morsel.h
 	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
 
-$(SOLIB): lib/morsel.pic.o lib/libmorsel.map
+$(SOLIB): $(LIBOBJS:.o=.pic.o) lib/libmorsel.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libmorsel.so.$(SOMAJOR) \
-		-Wl,--version-script=lib/libmorsel.map -Wl,--no-undefined -o $@ $<
+		-Wl,--version-script=lib/libmorsel.map -Wl,--no-undefined \
+		-o $@ $(LIBOBJS:.o=.pic.o)
 
 lib/libmorsel.so.$(SOMAJOR): $(SOLIB)
 	ln -sf $(notdir $<) $@
 
 lib/libmorsel.so: lib/libmorsel.so.$(SOMAJOR)
 	ln -sf $(notdir $<) $@
+
+# The file-cache daemon (issue 10).
+cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/cached.h lib/cache_proto.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c $(LIB) $(LDLIBS)
 
 tools/morsel: tools/morsel.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
@@ -91,6 +98,9 @@ tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/cached_test: tests/cached_test.c tests/ksft_util.h lib/cache_proto.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/kvm_test: tests/kvm_test.c $(LIB)
