@@ -266,18 +266,19 @@ static int serve_one(struct conn *c)
 		err = EOPNOTSUPP;
 	else if (nfd != 1)
 		err = nfd ? EINVAL : EBADF;
-	if (!err && req.op == MORSEL_CACHE_OP_STATS) {
+	if (err) {
+		log_msg("pid %d uid %d: bad request: %s", c->who.pid,
+			c->who.uid, strerror(err));
+	} else if (req.op == MORSEL_CACHE_OP_STATS) {
 		index_stats(&rep);
-	} else if (!err) {
+	} else {
+		/* index_get logs its own refusals. */
 		out = index_get(fds[0], &c->who, &rep);
 		if (out < 0)
 			err = -out;
 	}
 	for (i = 0; i < nfd; i++)
 		close(fds[i]);
-	if (err && verbose)
-		log_msg("pid %d uid %d: request refused: %s", c->who.pid,
-			c->who.uid, strerror(err));
 	rep.error = err;
 	reply(c->sock, &rep, out);
 	if (out >= 0)
