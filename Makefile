@@ -137,23 +137,32 @@ checkpatch: kernel
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging dir]: the libraries, the
 # headers (<morsel.h> and the <linux/morsel.h> it includes), morsel.pc, the
-# morsel tool and the man pages.  Each directory can be overridden on its own.
+# morsel tool, the morsel-cached daemon with its systemd unit, and the man
+# pages.  Each directory can be overridden on its own.
 PREFIX       ?= /usr/local
 BINDIR       ?= $(PREFIX)/bin
+SBINDIR      ?= $(PREFIX)/sbin
 LIBDIR       ?= $(PREFIX)/lib
 INCLUDEDIR   ?= $(PREFIX)/include
 MANDIR       ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# systemd looks in /usr/local/lib/systemd/system too (and /etc/...).
+UNITDIR      ?= $(LIBDIR)/systemd/system
 INSTALL      ?= install
 # man morsel_create etc.: one .so page per function of lib/morsel.h.
 lparen       := (
 MAN3_LINKS   := $(shell sed -n 's/^[a-z_0-9]*[ *]*\(morsel_[a-z_0-9]*\)[$(lparen)].*/\1/p' lib/morsel.h)
 
-install: $(LIB) $(SOLIB) tools/morsel
+install: $(LIB) $(SOLIB) tools/morsel cached/morsel-cached
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" \
 		"$(DESTDIR)$(INCLUDEDIR)/linux" "$(DESTDIR)$(MANDIR)/man1" \
-		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5"
+		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5" \
+		"$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(SBINDIR)" "$(DESTDIR)$(UNITDIR)"
 	$(INSTALL) -m 755 tools/morsel "$(DESTDIR)$(BINDIR)/morsel"
+	$(INSTALL) -m 755 cached/morsel-cached "$(DESTDIR)$(SBINDIR)/morsel-cached"
+	sed 's|/usr/local/sbin/|$(SBINDIR)/|' cached/morsel-cached.service \
+		> "$(DESTDIR)$(UNITDIR)/morsel-cached.service"
+	$(INSTALL) -m 644 man/morsel-cached.8 "$(DESTDIR)$(MANDIR)/man8/morsel-cached.8"
 	$(INSTALL) -m 644 $(LIB) "$(DESTDIR)$(LIBDIR)/libmorsel.a"
 	$(INSTALL) -m 755 $(SOLIB) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)"
 	ln -sf libmorsel.so.$(VERSION) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)"
@@ -172,6 +181,8 @@ install: $(LIB) $(SOLIB) tools/morsel
 
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/morsel" "$(DESTDIR)$(LIBDIR)/libmorsel.a" \
+		"$(DESTDIR)$(SBINDIR)/morsel-cached" "$(DESTDIR)$(UNITDIR)/morsel-cached.service" \
+		"$(DESTDIR)$(MANDIR)/man8/morsel-cached.8" \
 		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)" \
 		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)" "$(DESTDIR)$(LIBDIR)/libmorsel.so" \
 		"$(DESTDIR)$(INCLUDEDIR)/morsel.h" "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h" \

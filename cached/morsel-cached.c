@@ -8,8 +8,9 @@
  *
  * Locking: the main thread owns the listening socket and the signals
  * (blocked in every thread, read through a signalfd).  A connection thread
- * owns its socket; the only state threads share is index.c's (its own
- * lock) and the connection count (atomic).
+ * owns its socket; threads share index.c's state (its own lock), the
+ * connection count (atomic), and the count of requests being answered
+ * (busy, with stopping, under busy_lock).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "morsel.h"
@@ -38,6 +40,10 @@
 
 int verbose;
 static int conns;
+/* Requests being answered: SIGTERM lets them send their replies. */
+static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+static int busy, stopping;
 
 void log_msg(const char *fmt, ...)
 {
@@ -244,8 +250,19 @@ static int serve_one(struct conn *c)
 			memcpy(&fds[nfd++], CMSG_DATA(cm) + i * sizeof(int),
 			       sizeof(int));
 	}
-	if (n <= 0)
+	if (n > 0) {
+		pthread_mutex_lock(&busy_lock);
+		if (stopping)
+			n = 0;	/* too late: the socket goes with us */
+		else
+			busy++;
+		pthread_mutex_unlock(&busy_lock);
+	}
+	if (n <= 0) {
+		for (i = 0; i < nfd; i++)
+			close(fds[i]);
 		return -1;
+	}
 
 	memset(&rep, 0, sizeof(rep));
 	rep.magic = MORSEL_CACHE_MAGIC;
@@ -283,6 +300,10 @@ static int serve_one(struct conn *c)
 	reply(c->sock, &rep, out);
 	if (out >= 0)
 		close(out);
+	pthread_mutex_lock(&busy_lock);
+	if (!--busy)
+		pthread_cond_broadcast(&idle);
+	pthread_mutex_unlock(&busy_lock);
 	return 0;
 }
 
@@ -329,6 +350,21 @@ static void accept_one(int ls, pthread_attr_t *attr)
 fail:
 	close(s);
 	__atomic_sub_fetch(&conns, 1, __ATOMIC_RELAXED);
+}
+
+/* Wait up to @ms for the requests being answered (hits, refusals). */
+static void wait_idle(int ms)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000 + 1;
+	pthread_mutex_lock(&busy_lock);
+	while (busy && pthread_cond_timedwait(&idle, &busy_lock, &dl) == 0)
+		;
+	if (busy)
+		log_msg("%d requests unanswered; exiting anyway", busy);
+	pthread_mutex_unlock(&busy_lock);
 }
 
 int main(int argc, char **argv)
@@ -454,9 +490,14 @@ int main(int argc, char **argv)
 	if (!lstat(sock_path, &now) && now.st_ino == bound.st_ino &&
 	    now.st_dev == bound.st_dev)
 		unlink(sock_path);
+	pthread_mutex_lock(&busy_lock);
+	stopping = 1;
+	pthread_mutex_unlock(&busy_lock);
 	o = index_stop(STOP_WAIT_MS);
 	if (o)
 		log_msg("%d loads did not stop; exiting anyway", o);
+	else
+		wait_idle(STOP_WAIT_MS);
 	log_msg("exiting; cached files stay in %s", dir);
 	_exit(0);
 }
