@@ -390,6 +390,32 @@ TEST_F_TIMEOUT(cached, content_equals_file, 120)
 	EXPECT_EQ(-EINVAL, morsel_cache_unmap(p, 0));
 }
 
+TEST_F(cached, tool_prints_stats)
+{
+	char cmd[512], out[1024];
+	size_t n;
+	FILE *f;
+	int fd;
+
+	ASSERT_EQ(0, make_file(tpath(self, "f"), 5 * PG, 1));
+	fd = get(self, tpath(self, "f"), NULL);
+	ASSERT_LE(0, fd);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "tools/morsel cache-stats %s", self->sock);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_NE(NULL, strstr(out, "\nentries:   1\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\nloads:     1\n"));
+	EXPECT_NE(NULL, strstr(out, "\nbytes:     24576 (0.0 MiB)\n"));
+	/* No daemon there: exit 1. */
+	snprintf(cmd, sizeof(cmd), "tools/morsel cache-stats %s 2>/dev/null",
+		 tpath(self, "nosock"));
+	EXPECT_EQ(1, WEXITSTATUS(system(cmd)));
+}
+
 /* ---- stale files ---- */
 
 TEST_F_TIMEOUT(cached, stale_file_reloaded, 60)
