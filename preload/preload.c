@@ -300,10 +300,37 @@ fail_dup:
 	return -1;
 }
 
+/*
+ * Why a call with these arguments goes to the kernel as it is, judged from
+ * the arguments alone; NULL if the file must be looked at.
+ */
+static const char *refusal(size_t len, int prot, int flags, int fd, off_t off)
+{
+	int type = flags & MAP_TYPE;
+
+	if (!enabled)
+		return "disabled";
+	if (fd < 0 || (flags & MAP_ANONYMOUS))
+		return "anonymous";
+	if (prot != PROT_READ)
+		return "not PROT_READ";
+	if (type != MAP_SHARED && type != MAP_PRIVATE)
+		return "map type neither MAP_SHARED nor MAP_PRIVATE";
+	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))
+		return "MAP_FIXED";
+	if (flags & ~(MAP_TYPE | HARMLESS_FLAGS))
+		return "flags";
+	if (!len)
+		return "zero length";
+	if (off < 0 || (off & (SHIM_PAGE - 1)))
+		return "unaligned offset";
+	return NULL;
+}
+
 static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		       off_t off)
 {
-	int err = errno, type = flags & MAP_TYPE, have_st = 0;
+	int err = errno, have_st = 0;
 	struct timespec t0;
 	struct stat st;
 	const char *why;
@@ -314,38 +341,25 @@ static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))
 		table_before_fixed((uintptr_t)addr, len);
-	if (!enabled) {
-		why = "disabled";
-	} else if (fd < 0 || (flags & MAP_ANONYMOUS)) {
-		why = "anonymous";
-	} else if (prot != PROT_READ) {
-		why = "not PROT_READ";
-	} else if (type != MAP_SHARED && type != MAP_PRIVATE) {
-		why = "map type neither MAP_SHARED nor MAP_PRIVATE";
-	} else if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
-		why = "MAP_FIXED";
-	} else if (flags & ~(MAP_TYPE | HARMLESS_FLAGS)) {
-		why = "flags";
-	} else if (!len) {
-		why = "zero length";
-	} else if (off < 0 || (off & (SHIM_PAGE - 1))) {
-		why = "unaligned offset";
-	} else if (fstat(fd, &st)) {
+	why = refusal(len, prot, flags, fd, off);
+	if (!why && fstat(fd, &st))
 		why = "fstat failed";
-	} else if (have_st = 1, !S_ISREG(st.st_mode)) {
+	else if (!why)
+		have_st = 1;
+	if (!why && !S_ISREG(st.st_mode))
 		why = "not a regular file";
-	} else if ((uint64_t)st.st_size < threshold) {
+	else if (!why && (uint64_t)st.st_size < threshold)
 		why = "small file";
-	} else if (!map_cached(len, flags, fd, off, &st, &p, buf,
-			       sizeof(buf))) {
+	else if (!why && map_cached(len, flags, fd, off, &st, &p, buf,
+				    sizeof(buf)))
+		why = buf;
+	if (!why) {
 		shim_say("mmap fd %d len %zu off %lld: cached (%s)", fd, len,
 			 (long long)off, buf);
 		if (stats_path[0])
 			stats_record("cached", len, &t0);
 		errno = err;
 		return p;
-	} else {
-		why = buf;
 	}
 	/* Anonymous memory is no decision worth a line, unless asked (2). */
 	if ((fd >= 0 && !(flags & MAP_ANONYMOUS)) || shim_debug_on > 1)

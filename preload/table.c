@@ -22,6 +22,8 @@
  *   same), the parts the program does not hold are unmapped, the entry
  *   goes, and the program's call runs for real on an ordinary mapping.
  *
+ * posix_madvise is interposed too (glibc's calls the kernel directly).
+ *
  * Locking: table_lock guards maps[], nmaps and every entry.  nmaps is also
  * read without the lock (atomic load) so that calls in a process with no
  * shim mapping cost nothing.  No malloc: the arrays are raw anonymous
@@ -423,4 +425,20 @@ SHIM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len,
 		pthread_mutex_unlock(&table_lock);
 	}
 	return real_mremap(old, old_len, new_len, flags, new_addr);
+}
+
+/*
+ * glibc's posix_madvise calls the kernel directly, so it is interposed as
+ * well: the same answers as madvise, returned as an error number.
+ * POSIX_MADV_DONTNEED does nothing, as in glibc.
+ */
+SHIM_EXPORT int posix_madvise(void *addr, size_t len, int advice)
+{
+	int err = errno, r;
+
+	if (advice == POSIX_MADV_DONTNEED)
+		return 0;
+	r = madvise(addr, len, advice) ? errno : 0;
+	errno = err;
+	return r;
 }

@@ -720,6 +720,9 @@ TEST(cached_mprotect_read_and_madvise_keep_the_mount)
 	ASSERT_EQ(0, CAPTURE(madvise(p, BIG, MADV_DONTNEED)));
 	ASSERT_SAID("nothing to do");
 	ASSERT_EQ(0, madvise(p + MiB, MiB, MADV_PAGEOUT));
+	/* glibc's posix_madvise, which calls the kernel itself: the same. */
+	ASSERT_EQ(0, posix_madvise(p + PG, MiB, POSIX_MADV_RANDOM));
+	ASSERT_EQ(0, posix_madvise(p, BIG, POSIX_MADV_WILLNEED));
 	/* MADV_FREE: EINVAL, as on every file mapping. */
 	ASSERT_ERRNO(EINVAL, madvise(p, PG, MADV_FREE));
 	ASSERT_TRUE(is_cached(p));
