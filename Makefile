@@ -12,7 +12,7 @@ SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
-BINS    += tests/fuzz_bin
+BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -58,24 +58,31 @@ user: $(LIB) $(SOLIB) $(SOLINKS) $(BINS) $(PRELOAD)
 
 build: module user
 
-lib/morsel.o: lib/morsel.c lib/morsel.h include/uapi/linux/morsel.h
+LIBOBJS := lib/morsel.o lib/cache.o
+
+lib/%.o: lib/%.c lib/morsel.h lib/cache_proto.h include/uapi/linux/morsel.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(LIB): lib/morsel.o
+$(LIB): $(LIBOBJS)
 	$(AR) rcs $@ $^
 
-lib/morsel.pic.o: lib/morsel.c lib/morsel.h include/uapi/linux/morsel.h
+lib/%.pic.o: lib/%.c lib/morsel.h lib/cache_proto.h include/uapi/linux/morsel.h
 	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
 
-$(SOLIB): lib/morsel.pic.o lib/libmorsel.map
+$(SOLIB): $(LIBOBJS:.o=.pic.o) lib/libmorsel.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libmorsel.so.$(SOMAJOR) \
-		-Wl,--version-script=lib/libmorsel.map -Wl,--no-undefined -o $@ $<
+		-Wl,--version-script=lib/libmorsel.map -Wl,--no-undefined \
+		-o $@ $(LIBOBJS:.o=.pic.o)
 
 lib/libmorsel.so.$(SOMAJOR): $(SOLIB)
 	ln -sf $(notdir $<) $@
 
 lib/libmorsel.so: lib/libmorsel.so.$(SOMAJOR)
 	ln -sf $(notdir $<) $@
+
+# The file-cache daemon (issue 10).
+cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/cached.h lib/cache_proto.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c $(LIB) $(LDLIBS)
 
 tools/morsel: tools/morsel.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
@@ -96,6 +103,9 @@ tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/cached_test: tests/cached_test.c tests/ksft_util.h lib/cache_proto.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/kvm_test: tests/kvm_test.c $(LIB)
@@ -139,23 +149,32 @@ checkpatch: kernel
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging dir]: the libraries, the
 # headers (<morsel.h> and the <linux/morsel.h> it includes), morsel.pc, the
-# morsel tool and the man pages.  Each directory can be overridden on its own.
+# morsel tool, the morsel-cached daemon with its systemd unit, and the man
+# pages.  Each directory can be overridden on its own.
 PREFIX       ?= /usr/local
 BINDIR       ?= $(PREFIX)/bin
+SBINDIR      ?= $(PREFIX)/sbin
 LIBDIR       ?= $(PREFIX)/lib
 INCLUDEDIR   ?= $(PREFIX)/include
 MANDIR       ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# systemd looks in /usr/local/lib/systemd/system too (and /etc/...).
+UNITDIR      ?= $(LIBDIR)/systemd/system
 INSTALL      ?= install
 # man morsel_create etc.: one .so page per function of lib/morsel.h.
 lparen       := (
 MAN3_LINKS   := $(shell sed -n 's/^[a-z_0-9]*[ *]*\(morsel_[a-z_0-9]*\)[$(lparen)].*/\1/p' lib/morsel.h)
 
-install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel
+install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel cached/morsel-cached
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" \
 		"$(DESTDIR)$(INCLUDEDIR)/linux" "$(DESTDIR)$(MANDIR)/man1" \
-		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5" "$(DESTDIR)$(MANDIR)/man8"
+		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5" \
+		"$(DESTDIR)$(MANDIR)/man8" "$(DESTDIR)$(SBINDIR)" "$(DESTDIR)$(UNITDIR)"
 	$(INSTALL) -m 755 tools/morsel "$(DESTDIR)$(BINDIR)/morsel"
+	$(INSTALL) -m 755 cached/morsel-cached "$(DESTDIR)$(SBINDIR)/morsel-cached"
+	sed 's|/usr/local/sbin/|$(SBINDIR)/|' cached/morsel-cached.service \
+		> "$(DESTDIR)$(UNITDIR)/morsel-cached.service"
+	$(INSTALL) -m 644 man/morsel-cached.8 "$(DESTDIR)$(MANDIR)/man8/morsel-cached.8"
 	$(INSTALL) -m 644 $(LIB) "$(DESTDIR)$(LIBDIR)/libmorsel.a"
 	$(INSTALL) -m 755 $(SOLIB) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)"
 	ln -sf libmorsel.so.$(VERSION) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)"
@@ -176,6 +195,8 @@ install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel
 
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/morsel" "$(DESTDIR)$(LIBDIR)/libmorsel.a" \
+		"$(DESTDIR)$(SBINDIR)/morsel-cached" "$(DESTDIR)$(UNITDIR)/morsel-cached.service" \
+		"$(DESTDIR)$(MANDIR)/man8/morsel-cached.8" \
 		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)" \
 		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)" "$(DESTDIR)$(LIBDIR)/libmorsel.so" \
 		"$(DESTDIR)$(INCLUDEDIR)/morsel.h" "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h" \
