@@ -339,8 +339,9 @@ static void *shim_mmap(void *addr, size_t len, int prot, int flags, int fd,
 
 	if (stats_path[0])
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))
-		table_before_fixed((uintptr_t)addr, len);
+	if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) &&
+	    table_before_fixed((uintptr_t)addr, len))
+		return MAP_FAILED;
 	why = refusal(len, prot, flags, fd, off);
 	if (!why && fstat(fd, &st))
 		why = "fstat failed";

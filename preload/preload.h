@@ -77,9 +77,9 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 /*
  * Before a MAP_FIXED (or MAP_FIXED_NOREPLACE) mmap of [addr, addr + len):
  * swap every shim mapping it touches, so the kernel sees only ordinary
- * mappings there.
+ * mappings there; 0, or -1 with errno set if one cannot be swapped.
  */
-void table_before_fixed(uintptr_t addr, size_t len);
+int table_before_fixed(uintptr_t addr, size_t len);
 /* Take and release the table's lock (around fork). */
 void table_lock_all(void);
 void table_unlock_all(void);

@@ -21,6 +21,7 @@
  *   step (readers in other threads never see a hole: the bytes are the
  *   same), the parts the program does not hold are unmapped, the entry
  *   goes, and the program's call runs for real on an ordinary mapping.
+ *   If the swap cannot be made, the call fails with its errno.
  *
  * posix_madvise is interposed too (glibc's calls the kernel directly).
  *
@@ -197,7 +198,8 @@ static int inside_live(const struct shim_map *m, uintptr_t a, uintptr_t b)
 /*
  * Replace entry @i's mount by an ordinary mapping of the program's file
  * (its live parts only) and drop the entry; 0, or -1 with errno set (the
- * entry stays; the caller's real call then meets the mount).
+ * entry stays, and the program's call fails with that errno): EBADF if
+ * the program closed or replaced the shim's dup, else the mmap's.
  */
 static int swap(unsigned int i, const char *why)
 {
@@ -236,14 +238,21 @@ static int swap(unsigned int i, const char *why)
 	return 0;
 }
 
-/* Swap every entry that overlaps [a, b).  Under table_lock. */
-static void swap_range(uintptr_t a, uintptr_t b, const char *why)
+/*
+ * Swap every entry that overlaps [a, b); 0, or -1 with errno set at the
+ * first that cannot be swapped.  Under table_lock.
+ */
+static int swap_range(uintptr_t a, uintptr_t b, const char *why)
 {
 	unsigned int i = 0;
 
-	while (i < nmaps)
-		if (!overlaps(&maps[i], a, b) || swap(i, why))
+	while (i < nmaps) {
+		if (!overlaps(&maps[i], a, b))
 			i++;
+		else if (swap(i, why))
+			return -1;
+	}
+	return 0;
 }
 
 /* The entry overlapping [a, b), or NULL.  Under table_lock. */
@@ -271,15 +280,17 @@ static int span(void *addr, size_t len, uintptr_t *a, uintptr_t *b)
 	return 1;
 }
 
-void table_before_fixed(uintptr_t addr, size_t len)
+int table_before_fixed(uintptr_t addr, size_t len)
 {
 	uintptr_t a, b;
+	int ret;
 
 	if (!count() || !span((void *)addr, len, &a, &b))
-		return;
+		return 0;
 	pthread_mutex_lock(&table_lock);
-	swap_range(a, b, "mmap MAP_FIXED");
+	ret = swap_range(a, b, "mmap MAP_FIXED");
 	pthread_mutex_unlock(&table_lock);
+	return ret;
 }
 
 SHIM_EXPORT int munmap(void *addr, size_t len)
@@ -349,8 +360,10 @@ SHIM_EXPORT int mprotect(void *addr, size_t len, int prot)
 			 (unsigned long)a, (unsigned long)b);
 		return 0;
 	}
-	if (m)
-		swap_range(a, b, "mprotect");
+	if (m && swap_range(a, b, "mprotect")) {
+		pthread_mutex_unlock(&table_lock);
+		return -1;
+	}
 	pthread_mutex_unlock(&table_lock);
 	return real_mprotect(addr, len, prot);
 }
@@ -396,8 +409,10 @@ SHIM_EXPORT int madvise(void *addr, size_t len, int advice)
 		}
 		return 0;
 	}
-	if (m)
-		swap_range(a, b, "madvise");
+	if (m && swap_range(a, b, "madvise")) {
+		pthread_mutex_unlock(&table_lock);
+		return -1;
+	}
 	pthread_mutex_unlock(&table_lock);
 	return real_madvise(addr, len, advice);
 }
@@ -416,13 +431,18 @@ SHIM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len,
 		va_end(ap);
 	}
 	if (count()) {
+		int err = 0;
+
 		pthread_mutex_lock(&table_lock);
 		/* old_len 0 (a duplicate) still names the mapping at old. */
 		if (span(old, old_len ? old_len : 1, &a, &b))
-			swap_range(a, b, "mremap");
-		if ((flags & MREMAP_FIXED) && span(new_addr, new_len, &a, &b))
-			swap_range(a, b, "mremap target");
+			err = swap_range(a, b, "mremap");
+		if (!err && (flags & MREMAP_FIXED) &&
+		    span(new_addr, new_len, &a, &b))
+			err = swap_range(a, b, "mremap target");
 		pthread_mutex_unlock(&table_lock);
+		if (err)
+			return MAP_FAILED;
 	}
 	return real_mremap(old, old_len, new_len, flags, new_addr);
 }

@@ -744,6 +744,33 @@ TEST(cached_other_advice_swaps)
 	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
 }
 
+/*
+ * A program that closes every descriptor it does not know: the swap has
+ * no file left (EBADF, nothing changes), and the shim's connection is made
+ * again for the next mmap.
+ */
+TEST(cached_program_closes_the_shims_fds)
+{
+	int fd = open_pattern("closeall", BIG, O_RDONLY);
+	uint8_t *p, *q;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, close_range(3, ~0U, 0));
+	ASSERT_ERRNO(EBADF, CAPTURE(mprotect(p, PG, PROT_READ | PROT_WRITE)));
+	ASSERT_SAID("cannot swap");
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	fd = open(tpath("closeall"), O_RDONLY | O_CLOEXEC);
+	q = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_TRUE(is_cached(q)) TH_LOG("%s", dbg);
+	ASSERT_EQ(0, munmap(p, BIG));
+	ASSERT_EQ(0, munmap(q, BIG));
+}
+
 TEST(cached_mremap_swaps)
 {
 	int fd = open_pattern("mremap", BIG, O_RDONLY);
