@@ -16,6 +16,11 @@ BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
+BINS    += tests/preload_test
+# The LD_PRELOAD shim (preload/): libmorsel's code built into it, hidden,
+# so it needs no libmorsel.so; it exports only the functions it interposes.
+PRELOAD := preload/libmorsel-preload.so
+PRELOAD_SRCS := preload/preload.c preload/table.c lib/morsel.c lib/cache.c
 # New tests use the kernel's kselftest harness, from the built kernel tree.
 KSFT     = $(shell scripts/kernel-build)/tools/testing/selftests
 
@@ -49,7 +54,7 @@ module-debug: setup
 		tests/probe/probe.h tests/probe/morsel_probe.c) .build/debug/probe/
 	@$(MAKE) -s -C "$$(scripts/kernel-build --debug)" M=$(CURDIR)/.build/debug/probe modules > /dev/null
 
-user: $(LIB) $(SOLIB) $(SOLINKS) $(BINS)
+user: $(LIB) $(SOLIB) $(SOLINKS) $(BINS) $(PRELOAD)
 
 build: module user
 
@@ -106,6 +111,13 @@ tests/cached_test: tests/cached_test.c tests/ksft_util.h lib/cache_proto.h $(LIB
 tests/kvm_test: tests/kvm_test.c $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -o $@ $< $(LIB) $(LDLIBS)
 
+$(PRELOAD): $(PRELOAD_SRCS) preload/preload.h lib/morsel.h lib/cache_proto.h include/uapi/linux/morsel.h
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden $(LDFLAGS) -Wl,--no-undefined \
+		-o $@ $(PRELOAD_SRCS) $(LDLIBS)
+
+tests/preload_test: tests/preload_test.c tests/ksft_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
 tests/programs/libmsl.so: tests/programs/libmsl.c
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
@@ -153,7 +165,7 @@ INSTALL      ?= install
 lparen       := (
 MAN3_LINKS   := $(shell sed -n 's/^[a-z_0-9]*[ *]*\(morsel_[a-z_0-9]*\)[$(lparen)].*/\1/p' lib/morsel.h)
 
-install: $(LIB) $(SOLIB) tools/morsel cached/morsel-cached
+install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel cached/morsel-cached
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" \
 		"$(DESTDIR)$(INCLUDEDIR)/linux" "$(DESTDIR)$(MANDIR)/man1" \
 		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5" \
@@ -167,6 +179,7 @@ install: $(LIB) $(SOLIB) tools/morsel cached/morsel-cached
 	$(INSTALL) -m 755 $(SOLIB) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)"
 	ln -sf libmorsel.so.$(VERSION) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)"
 	ln -sf libmorsel.so.$(SOMAJOR) "$(DESTDIR)$(LIBDIR)/libmorsel.so"
+	$(INSTALL) -m 755 $(PRELOAD) "$(DESTDIR)$(LIBDIR)/libmorsel-preload.so"
 	$(INSTALL) -m 644 lib/morsel.h "$(DESTDIR)$(INCLUDEDIR)/morsel.h"
 	$(INSTALL) -m 644 include/uapi/linux/morsel.h "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -175,6 +188,7 @@ install: $(LIB) $(SOLIB) tools/morsel cached/morsel-cached
 	$(INSTALL) -m 644 man/morsel.1 "$(DESTDIR)$(MANDIR)/man1/morsel.1"
 	$(INSTALL) -m 644 man/libmorsel.3 "$(DESTDIR)$(MANDIR)/man3/libmorsel.3"
 	$(INSTALL) -m 644 man/morselfs.5 "$(DESTDIR)$(MANDIR)/man5/morselfs.5"
+	$(INSTALL) -m 644 man/libmorsel-preload.8 "$(DESTDIR)$(MANDIR)/man8/libmorsel-preload.8"
 	for f in $(MAN3_LINKS); do \
 		echo '.so man3/libmorsel.3' > "$(DESTDIR)$(MANDIR)/man3/$$f.3" || exit 1; \
 	done
@@ -188,10 +202,12 @@ uninstall:
 		"$(DESTDIR)$(INCLUDEDIR)/morsel.h" "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h" \
 		"$(DESTDIR)$(PKGCONFIGDIR)/morsel.pc" "$(DESTDIR)$(MANDIR)/man1/morsel.1" \
 		"$(DESTDIR)$(MANDIR)/man3/libmorsel.3" "$(DESTDIR)$(MANDIR)/man5/morselfs.5" \
+		"$(DESTDIR)$(LIBDIR)/libmorsel-preload.so" \
+		"$(DESTDIR)$(MANDIR)/man8/libmorsel-preload.8" \
 		$(foreach f,$(MAN3_LINKS),"$(DESTDIR)$(MANDIR)/man3/$(f).3")
 
 clean:
-	rm -f lib/*.o $(LIB) $(SOLIB) $(SOLINKS) $(BINS)
+	rm -f lib/*.o $(LIB) $(SOLIB) $(SOLINKS) $(BINS) $(PRELOAD)
 	rm -f module/*.o module/*.ko module/*.mod* module/modules.order \
 		module/Module.symvers module/.*.cmd
 	rm -f tests/probe/*.o tests/probe/*.ko tests/probe/*.mod* \

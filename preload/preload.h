@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR MIT */
+/*
+ * Internal interface between the two halves of libmorsel-preload.so:
+ * preload.c (configuration, the daemon connection, the mmap decision,
+ * debug and timing output) and table.c (the table of shim mappings and
+ * what munmap, mprotect, madvise, mremap and MAP_FIXED do to them,
+ * including the swap to an ordinary file mapping).
+ *
+ * Nothing here is exported from the shared object: it is built with
+ * -fvisibility=hidden and only the interposed functions carry SHIM_EXPORT.
+ * The real calls are raw system calls, so the shim never calls itself.
+ */
+#ifndef MORSEL_PRELOAD_H
+#define MORSEL_PRELOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_PAGE 4096UL
+
+static inline uintptr_t page_up(uintptr_t x)
+{
+	return (x + SHIM_PAGE - 1) & ~(SHIM_PAGE - 1);
+}
+
+/* The kernel's calls, bypassing every interposer (ours included). */
+static inline void *real_mmap(void *addr, size_t len, int prot, int flags,
+			      int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static inline int real_munmap(void *addr, size_t len)
+{
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+static inline int real_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+static inline int real_madvise(void *addr, size_t len, int advice)
+{
+	return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
+static inline void *real_mremap(void *old, size_t old_len, size_t new_len,
+				int flags, void *new_addr)
+{
+	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags,
+			       new_addr);
+}
+
+/* preload.c: MORSEL_PRELOAD_DEBUG=1 prints one line per decision. */
+extern int shim_debug_on;
+void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * table.c.  A shim mapping: the morsel mounted at [base, base + extent)
+ * (file offset 0 at base), of which the program was given [start, end);
+ * live lists the parts of that it has not munmapped yet.  fd is a dup of
+ * the program's fd (O_CLOEXEC), dev/ino what it was, for the swap.
+ */
+struct shim_range {
+	uintptr_t start, end;
+};
+
+/* Record a new shim mapping; 0 or -ENOMEM (then nothing was recorded). */
+int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
+	      int flags, int fd, dev_t dev, ino_t ino);
+/*
+ * Before a MAP_FIXED (or MAP_FIXED_NOREPLACE) mmap of [addr, addr + len):
+ * swap every shim mapping it touches, so the kernel sees only ordinary
+ * mappings there; 0, or -1 with errno set if one cannot be swapped.
+ */
+int table_before_fixed(uintptr_t addr, size_t len);
+/* Take and release the table's lock (around fork). */
+void table_lock_all(void);
+void table_unlock_all(void);
+
+#endif /* MORSEL_PRELOAD_H */

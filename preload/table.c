@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: LGPL-2.1 OR MIT
+/*
+ * libmorsel-preload.so, part 2: the table of shim mappings, and the
+ * interposed munmap, mprotect, madvise and mremap.
+ *
+ * A shim mapping mounts a cached morsel at [base, base + extent) (one VMA,
+ * one entry; file offset 0 is at base) and gives the program the range
+ * [start, end) of it.  The kernel refuses to split a mounted VMA, so:
+ *
+ * - munmap of part of the program's range only records it as released;
+ *   when nothing of the range is left, the whole extent is unmapped.
+ *   Parts of a munmap range outside every shim extent are unmapped for
+ *   real.
+ * - mprotect to PROT_READ, and madvise with advice that cannot change what
+ *   a read-only, never-written file mapping reads, are answered here (0;
+ *   MADV_FREE: EINVAL, as for any file mapping) when the range lies inside
+ *   one live part.  Anything else that touches a shim mapping (other
+ *   rights, other advice, mremap, a MAP_FIXED mmap over it) first *swaps*
+ *   it: one mmap(MAP_FIXED) of the program's file (a dup of its fd) with
+ *   its original flags over the whole extent replaces the mount in one
+ *   step (readers in other threads never see a hole: the bytes are the
+ *   same), the parts the program does not hold are unmapped, the entry
+ *   goes, and the program's call runs for real on an ordinary mapping.
+ *   If the swap cannot be made, the call fails with its errno.
+ *
+ * posix_madvise is interposed too (glibc's calls the kernel directly).
+ *
+ * Locking: table_lock guards maps[], nmaps and every entry.  nmaps is also
+ * read without the lock (atomic load) so that calls in a process with no
+ * shim mapping cost nothing.  No malloc: the arrays are raw anonymous
+ * mappings, so an allocator that itself calls munmap cannot deadlock on
+ * table_lock.  preload.c takes table_lock around fork (pthread_atfork).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "preload.h"
+
+struct shim_map {
+	uintptr_t base;
+	size_t extent;
+	uintptr_t start, end;		/* what the program was given */
+	int flags;			/* the program's mmap flags */
+	int fd;				/* dup of the program's fd */
+	dev_t dev;
+	ino_t ino;
+	struct shim_range *live;	/* sorted, disjoint, not adjacent */
+	unsigned int nlive, cap;	/* cap: ranges that fit in live[] */
+};
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_map *maps;		/* sorted by base, disjoint */
+static unsigned int nmaps, maps_cap;
+
+void table_lock_all(void)
+{
+	pthread_mutex_lock(&table_lock);
+}
+
+void table_unlock_all(void)
+{
+	pthread_mutex_unlock(&table_lock);
+}
+
+static unsigned int count(void)
+{
+	return __atomic_load_n(&nmaps, __ATOMIC_ACQUIRE);
+}
+
+/* Page-rounded raw memory: grow @old (@oldsz bytes) to @newsz, or NULL. */
+static void *raw_grow(void *old, size_t oldsz, size_t newsz)
+{
+	void *p = real_mmap(NULL, page_up(newsz), PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (old) {
+		memcpy(p, old, oldsz);
+		real_munmap(old, page_up(oldsz));
+	}
+	return p;
+}
+
+int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
+	      int flags, int fd, dev_t dev, ino_t ino)
+{
+	struct shim_range *live = raw_grow(NULL, 0, SHIM_PAGE);
+	unsigned int i;
+
+	if (!live)
+		return -ENOMEM;
+	pthread_mutex_lock(&table_lock);
+	if (nmaps == maps_cap) {
+		unsigned int cap = maps_cap ? 2 * maps_cap :
+			SHIM_PAGE / sizeof(*maps);
+		void *p = raw_grow(maps, maps_cap * sizeof(*maps),
+				   cap * sizeof(*maps));
+
+		if (!p) {
+			pthread_mutex_unlock(&table_lock);
+			real_munmap(live, SHIM_PAGE);
+			return -ENOMEM;
+		}
+		maps = p;
+		maps_cap = cap;
+	}
+	for (i = nmaps; i && maps[i - 1].base > base; i--)
+		maps[i] = maps[i - 1];
+	live[0].start = start;
+	live[0].end = end;
+	maps[i] = (struct shim_map){
+		.base = base, .extent = extent, .start = start, .end = end,
+		.flags = flags, .fd = fd, .dev = dev, .ino = ino,
+		.live = live, .nlive = 1,
+		.cap = SHIM_PAGE / sizeof(*live),
+	};
+	__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&table_lock);
+	return 0;
+}
+
+/* Forget entry @i (its extent is already unmapped or swapped). */
+static void drop(unsigned int i)
+{
+	struct shim_map *m = &maps[i];
+	int err = errno;
+
+	close(m->fd);
+	real_munmap(m->live, page_up(m->cap * sizeof(*m->live)));
+	memmove(m, m + 1, (nmaps - i - 1) * sizeof(*m));
+	__atomic_store_n(&nmaps, nmaps - 1, __ATOMIC_RELEASE);
+	errno = err;
+}
+
+/* Remove [a, b) from @m's live parts; 0 or -ENOMEM. */
+static int release(struct shim_map *m, uintptr_t a, uintptr_t b)
+{
+	struct shim_range *r = m->live;
+	unsigned int i, n = 0;
+
+	if (m->nlive == m->cap) {
+		void *p = raw_grow(m->live, m->cap * sizeof(*r),
+				   2 * m->cap * sizeof(*r));
+
+		if (!p)
+			return -ENOMEM;
+		m->live = r = p;
+		m->cap *= 2;
+	}
+	/* At most one part is split in two: walk backwards to make room. */
+	for (i = 0; i < m->nlive; i++)
+		if (r[i].start < a && b < r[i].end)
+			break;
+	if (i < m->nlive) {
+		memmove(&r[i + 1], &r[i], (m->nlive - i) * sizeof(*r));
+		r[i].end = a;
+		r[i + 1].start = b;
+		m->nlive++;
+		return 0;
+	}
+	for (i = 0; i < m->nlive; i++) {
+		struct shim_range p = r[i];
+
+		if (p.end <= a || b <= p.start) {
+			r[n++] = p;
+			continue;
+		}
+		if (p.start < a)
+			r[n++] = (struct shim_range){ p.start, a };
+		else if (b < p.end)
+			r[n++] = (struct shim_range){ b, p.end };
+	}
+	m->nlive = n;
+	return 0;
+}
+
+static int overlaps(const struct shim_map *m, uintptr_t a, uintptr_t b)
+{
+	return m->base < b && a < m->base + m->extent;
+}
+
+/* Is [a, b) inside one live part of @m? */
+static int inside_live(const struct shim_map *m, uintptr_t a, uintptr_t b)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->nlive; i++)
+		if (m->live[i].start <= a && b <= m->live[i].end)
+			return 1;
+	return 0;
+}
+
+/*
+ * Replace entry @i's mount by an ordinary mapping of the program's file
+ * (its live parts only) and drop the entry; 0, or -1 with errno set (the
+ * entry stays, and the program's call fails with that errno): EBADF if
+ * the program closed or replaced the shim's dup, else the mmap's.
+ */
+static int swap(unsigned int i, const char *why)
+{
+	struct shim_map *m = &maps[i];
+	uintptr_t cur = m->base, end = m->base + m->extent;
+	struct stat st;
+	unsigned int k;
+	int err = errno;
+
+	if (fstat(m->fd, &st) || st.st_dev != m->dev || st.st_ino != m->ino) {
+		shim_say("%s: cannot swap %#lx: the dup of the program's fd "
+			 "was closed or replaced", why, (unsigned long)m->start);
+		errno = EBADF;
+		return -1;
+	}
+	/* File offset 0 is at base: the same bytes, one step. */
+	if (real_mmap((void *)m->base, m->extent, PROT_READ,
+		      (m->flags & (MAP_TYPE | MAP_NORESERVE)) | MAP_FIXED,
+		      m->fd, 0) == MAP_FAILED) {
+		shim_say("%s: swap of %#lx failed: %s", why,
+			 (unsigned long)m->start, strerror(errno));
+		return -1;
+	}
+	for (k = 0; k < m->nlive; k++) {
+		if (cur < m->live[k].start)
+			real_munmap((void *)cur, m->live[k].start - cur);
+		cur = m->live[k].end;
+	}
+	if (cur < end)
+		real_munmap((void *)cur, end - cur);
+	shim_say("%s: swap [%#lx, %#lx) to an ordinary %s mapping of the file",
+		 why, (unsigned long)m->start, (unsigned long)m->end,
+		 (m->flags & MAP_TYPE) == MAP_SHARED ? "shared" : "private");
+	drop(i);
+	errno = err;
+	return 0;
+}
+
+/*
+ * Swap every entry that overlaps [a, b); 0, or -1 with errno set at the
+ * first that cannot be swapped.  Under table_lock.
+ */
+static int swap_range(uintptr_t a, uintptr_t b, const char *why)
+{
+	unsigned int i = 0;
+
+	while (i < nmaps) {
+		if (!overlaps(&maps[i], a, b))
+			i++;
+		else if (swap(i, why))
+			return -1;
+	}
+	return 0;
+}
+
+/* The entry overlapping [a, b), or NULL.  Under table_lock. */
+static struct shim_map *find(uintptr_t a, uintptr_t b)
+{
+	unsigned int i;
+
+	for (i = 0; i < nmaps && maps[i].base < b; i++)
+		if (overlaps(&maps[i], a, b))
+			return &maps[i];
+	return NULL;
+}
+
+/*
+ * [a, b) of a call on (addr, len), or 0 if the kernel refuses it anyway
+ * (unaligned, empty, wraps): then the real call gives the errno.
+ */
+static int span(void *addr, size_t len, uintptr_t *a, uintptr_t *b)
+{
+	*a = (uintptr_t)addr;
+	if ((*a & (SHIM_PAGE - 1)) || !len || *a > UINTPTR_MAX - SHIM_PAGE ||
+	    len > UINTPTR_MAX - SHIM_PAGE - *a)
+		return 0;
+	*b = page_up(*a + len);
+	return 1;
+}
+
+int table_before_fixed(uintptr_t addr, size_t len)
+{
+	uintptr_t a, b;
+	int ret;
+
+	if (!count() || !span((void *)addr, len, &a, &b))
+		return 0;
+	pthread_mutex_lock(&table_lock);
+	ret = swap_range(a, b, "mmap MAP_FIXED");
+	pthread_mutex_unlock(&table_lock);
+	return ret;
+}
+
+SHIM_EXPORT int munmap(void *addr, size_t len)
+{
+	uintptr_t a, b, cur;
+	unsigned int i = 0;
+	int ret = 0, err = errno;
+
+	if (!count() || !span(addr, len, &a, &b))
+		return real_munmap(addr, len);
+	pthread_mutex_lock(&table_lock);
+	cur = a;
+	while (i < nmaps && maps[i].base < b) {
+		struct shim_map *m = &maps[i];
+		uintptr_t end = m->base + m->extent;
+
+		if (end <= a) {
+			i++;
+			continue;
+		}
+		if (cur < m->base && real_munmap((void *)cur, m->base - cur)) {
+			ret = -1;
+			err = errno;
+		}
+		cur = end;
+		if (release(m, a > m->base ? a : m->base, b < end ? b : end)) {
+			ret = -1;
+			err = ENOMEM;
+			i++;
+			continue;
+		}
+		if (m->nlive) {
+			shim_say("munmap [%#lx, %#lx): released, %u part(s) of "
+				 "[%#lx, %#lx) still mapped", (unsigned long)a,
+				 (unsigned long)b, m->nlive,
+				 (unsigned long)m->start, (unsigned long)m->end);
+			i++;
+			continue;
+		}
+		shim_say("munmap [%#lx, %#lx): all of [%#lx, %#lx) released, "
+			 "extent unmapped", (unsigned long)a, (unsigned long)b,
+			 (unsigned long)m->start, (unsigned long)m->end);
+		real_munmap((void *)m->base, m->extent);
+		drop(i);
+	}
+	if (cur < b && real_munmap((void *)cur, b - cur)) {
+		ret = -1;
+		err = errno;
+	}
+	pthread_mutex_unlock(&table_lock);
+	errno = err;
+	return ret;
+}
+
+SHIM_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	struct shim_map *m;
+	uintptr_t a, b;
+
+	if (!count() || !span(addr, len, &a, &b))
+		return real_mprotect(addr, len, prot);
+	pthread_mutex_lock(&table_lock);
+	m = find(a, b);
+	if (m && prot == PROT_READ && inside_live(m, a, b)) {
+		pthread_mutex_unlock(&table_lock);
+		shim_say("mprotect [%#lx, %#lx) PROT_READ: already so",
+			 (unsigned long)a, (unsigned long)b);
+		return 0;
+	}
+	if (m && swap_range(a, b, "mprotect")) {
+		pthread_mutex_unlock(&table_lock);
+		return -1;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return real_mprotect(addr, len, prot);
+}
+
+/*
+ * 0: the advice changes nothing a read-only, never-written file mapping
+ * reads (it is only a hint, or drops pages that read back the same).
+ * EINVAL: MADV_FREE, which the kernel refuses on every file mapping.
+ * -1: anything else (the mapping is swapped and the kernel decides).
+ */
+static int advice_answer(int advice)
+{
+	switch (advice) {
+	case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
+	case MADV_WILLNEED: case MADV_HUGEPAGE: case MADV_NOHUGEPAGE:
+	case MADV_DONTDUMP: case MADV_DODUMP: case MADV_POPULATE_READ:
+	case MADV_DONTNEED: case MADV_COLD: case MADV_PAGEOUT:
+		return 0;
+	case MADV_FREE:
+		return EINVAL;
+	}
+	return -1;
+}
+
+SHIM_EXPORT int madvise(void *addr, size_t len, int advice)
+{
+	struct shim_map *m;
+	uintptr_t a, b;
+	int answer = advice_answer(advice);
+
+	if (!count() || !span(addr, len, &a, &b))
+		return real_madvise(addr, len, advice);
+	pthread_mutex_lock(&table_lock);
+	m = find(a, b);
+	if (m && answer >= 0 && inside_live(m, a, b)) {
+		pthread_mutex_unlock(&table_lock);
+		shim_say("madvise [%#lx, %#lx) advice %d: %s", (unsigned long)a,
+			 (unsigned long)b, advice,
+			 answer ? "EINVAL (as any file mapping)" : "nothing to do");
+		if (answer) {
+			errno = answer;
+			return -1;
+		}
+		return 0;
+	}
+	if (m && swap_range(a, b, "madvise")) {
+		pthread_mutex_unlock(&table_lock);
+		return -1;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return real_madvise(addr, len, advice);
+}
+
+SHIM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len,
+			 int flags, ...)
+{
+	void *new_addr = NULL;
+	uintptr_t a, b;
+
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (count()) {
+		int err = 0;
+
+		pthread_mutex_lock(&table_lock);
+		/* old_len 0 (a duplicate) still names the mapping at old. */
+		if (span(old, old_len ? old_len : 1, &a, &b))
+			err = swap_range(a, b, "mremap");
+		if (!err && (flags & MREMAP_FIXED) &&
+		    span(new_addr, new_len, &a, &b))
+			err = swap_range(a, b, "mremap target");
+		pthread_mutex_unlock(&table_lock);
+		if (err)
+			return MAP_FAILED;
+	}
+	return real_mremap(old, old_len, new_len, flags, new_addr);
+}
+
+/*
+ * glibc's posix_madvise calls the kernel directly, so it is interposed as
+ * well: the same answers as madvise, returned as an error number.
+ * POSIX_MADV_DONTNEED does nothing, as in glibc.
+ */
+SHIM_EXPORT int posix_madvise(void *addr, size_t len, int advice)
+{
+	int err = errno, r;
+
+	if (advice == POSIX_MADV_DONTNEED)
+		return 0;
+	r = madvise(addr, len, advice) ? errno : 0;
+	errno = err;
+	return r;
+}

@@ -1,0 +1,1070 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * preload_test: libmorsel-preload.so, the LD_PRELOAD shim that serves
+ * read-only mmaps of large files from morsel-cached (kselftest harness; in
+ * the VM: vm/run -- tests/preload_test).
+ *
+ * - Every fall-back: the mapping is the kernel's own (/proc/self/maps names
+ *   the program's file) and the shim's debug line gives the reason:
+ *   PROT_WRITE, PROT_EXEC, private read-write, MAP_FIXED,
+ *   MAP_SHARED_VALIDATE, other flags, unaligned offset and zero length
+ *   (EINVAL as the kernel gives), small file, file on morselfs, not a
+ *   regular file, anonymous, fd not read-only, past the morsel's extent,
+ *   daemon absent, daemon refusing, MORSEL_PRELOAD_DISABLE.
+ * - The cached path: windows at offsets read the file's bytes (zeros past
+ *   EOF in the last page, SIGBUS beyond it), partial munmap keeps the mount
+ *   until the whole range is released, munmap across shim and other
+ *   mappings, mprotect/madvise/mremap/MAP_FIXED (the swap to an ordinary
+ *   mapping: private writes stay private, EACCES for a shared O_RDONLY
+ *   one), fork, threads, errno kept, MORSEL_PRELOAD_STATS, Python's mmap.
+ *
+ * How it runs: started plainly, main() starts a morsel-cached of its own
+ * (socket /tmp/preload_test.sock, cache in $MORSEL_MNT/preload-cache,
+ * budget 128M) and runs itself again under LD_PRELOAD (threshold 1M,
+ * debug on).  Tests that need other settings run "--child MODE FILE" under
+ * changed environment variables.  Every TEST is a process of its own (the
+ * harness forks); test files live in the guest's /tmp (tmpfs).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+#include "ksft_util.h"
+
+#define KiB 1024UL
+#define MiB (1024 * KiB)
+#define PG 4096UL
+#define SOCK "/tmp/preload_test.sock"
+#define TDIR "/tmp/preload_test"
+#define BIG (3 * MiB + 100)	/* order 2: extent 1 GiB; last page partial */
+
+/* ---- files ---- */
+
+static uint8_t pat(uint64_t i)
+{
+	return (uint8_t)(i * 13 + (i >> 12) * 7 + 1);
+}
+
+/* /tmp/preload_test/@name (one of 4 buffers). */
+static const char *tpath(const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), TDIR "/%s", name);
+	return buf[i];
+}
+
+/* Write @size bytes of the pattern to @path (new); 0 or -1. */
+static int pattern_file(const char *path, uint64_t size)
+{
+	static uint8_t chunk[256 * 1024];
+	uint64_t off, n, i;
+	int fd;
+
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	for (off = 0; off < size; off += n) {
+		n = size - off < sizeof(chunk) ? size - off : sizeof(chunk);
+		for (i = 0; i < n; i++)
+			chunk[i] = pat(off + i);
+		if (pwrite(fd, chunk, n, off) != (ssize_t)n) {
+			close(fd);
+			return -1;
+		}
+	}
+	return close(fd);
+}
+
+/* A fresh pattern file @name of @size, opened with @flags. */
+static int open_pattern(const char *name, uint64_t size, int flags)
+{
+	if (pattern_file(tpath(name), size))
+		return -1;
+	return open(tpath(name), flags | O_CLOEXEC);
+}
+
+/*
+ * Does [p, p + len), mapped at file offset @off, read the pattern (and
+ * zeros past @size)?  The first bad offset into p, or -1.
+ */
+static long check_bytes(const volatile uint8_t *p, uint64_t off, uint64_t len,
+			uint64_t size)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (off + i < size ? pat(off + i) : 0))
+			return (long)i;
+	return -1;
+}
+
+/* ---- /proc/self/maps ---- */
+
+struct vma {
+	unsigned long start, end;
+	char path[PATH_MAX];
+};
+
+/* The VMA holding @addr; 0, or -1 if nothing is mapped there. */
+static int vma_of(const void *addr, struct vma *v)
+{
+	unsigned long a = (unsigned long)addr;
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = -1, n;
+
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		v->path[0] = 0;
+		n = 0;
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &v->start,
+			   &v->end, &n) < 2 || a < v->start || a >= v->end)
+			continue;
+		if (n)
+			sscanf(line + n, "%[^\n]", v->path);
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The morsel-cached cache directory (set by the outer main()). */
+static const char *cache_dir(void)
+{
+	const char *d = getenv("PRELOAD_TEST_CACHE_DIR");
+
+	return d ? d : "/nonexistent";
+}
+
+/* Is @addr in a mount of a cached morsel (a file in the cache dir)? */
+static int is_cached(const void *addr)
+{
+	struct vma v;
+	size_t n = strlen(cache_dir());
+
+	return !vma_of(addr, &v) && !strncmp(v.path, cache_dir(), n) &&
+	       v.path[n] == '/';
+}
+
+/* Is @addr in an ordinary mapping of @path? */
+static int is_file(const void *addr, const char *path)
+{
+	struct vma v;
+
+	return !vma_of(addr, &v) && !strcmp(v.path, path);
+}
+
+/* ---- the shim's debug lines (MORSEL_PRELOAD_DEBUG=1, on stderr) ---- */
+
+static int cap_fd = -1, cap_saved = -1;
+static char dbg[65536];		/* the lines of the last DECIDE */
+
+static void cap_start(void)
+{
+	fflush(stderr);
+	cap_fd = memfd_create("preload-debug", MFD_CLOEXEC);
+	cap_saved = dup(2);
+	dup2(cap_fd, 2);
+}
+
+static void cap_end(void)
+{
+	ssize_t n;
+
+	dup2(cap_saved, 2);
+	close(cap_saved);
+	n = pread(cap_fd, dbg, sizeof(dbg) - 1, 0);
+	dbg[n > 0 ? n : 0] = 0;
+	close(cap_fd);
+}
+
+/* @call's value, with what the shim said meanwhile in dbg; errno kept. */
+#define DECIDE(call) ({							\
+	__auto_type _r = (call);					\
+	int _e = errno;							\
+	cap_end();							\
+	errno = _e;							\
+	_r;								\
+})
+#define CAPTURE(call) (cap_start(), DECIDE(call))
+
+/* The shim said @s (a fragment of a debug line). */
+#define ASSERT_SAID(s) ASSERT_NE(NULL, strstr(dbg, s)) TH_LOG("shim said: %s", dbg)
+
+/* mmap of @fd with the shim's lines in dbg. */
+static void *map(size_t len, int prot, int flags, int fd, off_t off)
+{
+	return CAPTURE(mmap(NULL, len, prot, flags, fd, off));
+}
+
+/* ---- children under other settings ---- */
+
+/*
+ * Run @argv with the extra environment @env (NULL-terminated "K=V"; "K="
+ * unsets K), stdout and stderr into @out; the exit status, or -1.
+ */
+static int run(const char *const *argv, const char *const *env, char *out,
+	       size_t room)
+{
+	int p[2], status;
+	size_t have = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		for (; env && *env; env++) {
+			char kv[256], *eq;
+
+			snprintf(kv, sizeof(kv), "%s", *env);
+			eq = strchr(kv, '=');
+			*eq = 0;
+			if (eq[1])
+				setenv(kv, eq + 1, 1);
+			else
+				unsetenv(kv);
+		}
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while (have < room - 1 && (n = read(p[0], out + have, room - 1 - have)) > 0)
+		have += n;
+	out[have] = 0;
+	close(p[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* This program's --child MODE FILE under @env. */
+static int run_child(const char *mode, const char *file,
+		     const char *const *env, char *out, size_t room)
+{
+	const char *argv[] = { "/proc/self/exe", "--child", mode, file, NULL };
+
+	return run(argv, env, out, room);
+}
+
+/*
+ * --child map FILE: map FILE whole, read-only and shared, check its bytes
+ * and errno; print "cached" or "ordinary", "errno kept" or not.
+ */
+static int child_main(const char *mode, const char *file)
+{
+	struct stat st;
+	uint8_t *p;
+	int fd;
+
+	if (strcmp(mode, "map"))
+		return 2;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st))
+		return 3;
+	errno = 4242;
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 4;
+	printf("%s\n", errno == 4242 ? "errno kept" : "errno changed");
+	printf("%s\n", is_cached(p) ? "cached" : is_file(p, file) ?
+	       "ordinary" : "unknown");
+	if (check_bytes(p, 0, st.st_size, st.st_size) >= 0)
+		return 5;
+	printf("bytes ok\n");
+	return 0;
+}
+
+/* For in_child(): a write to @p. */
+static void write_byte(volatile char *p)
+{
+	*p = 1;
+}
+
+/* ---- the shim is there ---- */
+
+TEST(shim_is_loaded)
+{
+	struct vma v;
+
+	ASSERT_NE(NULL, getenv("LD_PRELOAD"));
+	ASSERT_EQ(0, vma_of((void *)(uintptr_t)&mmap, &v));
+	ASSERT_NE(NULL, strstr(v.path, "libmorsel-preload.so")) TH_LOG("%s", v.path);
+}
+
+/* ---- fall-backs: each gives the kernel's own mapping ---- */
+
+TEST(fallback_prot_write)
+{
+	int fd = open_pattern("w", BIG, O_RDWR);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: not PROT_READ");
+	ASSERT_TRUE(is_file(p, tpath("w")));
+	p[5] = 0x55;
+	ASSERT_EQ(0, msync(p, PG, MS_SYNC));
+	ASSERT_EQ(0, munmap(p, BIG));
+	close(fd);
+}
+
+TEST(fallback_prot_exec)
+{
+	int fd = open_pattern("x", BIG, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: not PROT_READ");
+	ASSERT_TRUE(is_file(p, tpath("x")));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	ASSERT_EQ(0, munmap(p, BIG));
+}
+
+TEST(fallback_private_read_write)
+{
+	int fd = open_pattern("prw", BIG, O_RDONLY);
+	uint8_t *p, b;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: not PROT_READ");
+	ASSERT_TRUE(is_file(p, tpath("prw")));
+	p[7] = ~pat(7);
+	ASSERT_EQ(1, pread(fd, &b, 1, 7));
+	ASSERT_EQ(pat(7), b);
+}
+
+TEST(fallback_map_fixed)
+{
+	int fd = open_pattern("fixed", BIG, O_RDONLY);
+	uint8_t *res, *p;
+
+	ASSERT_LE(0, fd);
+	res = mmap(NULL, 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	p = CAPTURE(mmap(res, BIG, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0));
+	ASSERT_EQ(res, p);
+	ASSERT_SAID("fallback: MAP_FIXED");
+	ASSERT_TRUE(is_file(p, tpath("fixed")));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+}
+
+TEST(fallback_map_shared_validate)
+{
+	int fd = open_pattern("validate", BIG, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED_VALIDATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: map type");
+	ASSERT_TRUE(is_file(p, tpath("validate")));
+	/* The kernel still validates: unknown flags give EOPNOTSUPP. */
+	ASSERT_ERRNO(EOPNOTSUPP, map(BIG, PROT_READ, MAP_SHARED_VALIDATE |
+				     MAP_SYNC, fd, 0));
+}
+
+TEST(fallback_other_flags)
+{
+	int fd = open_pattern("flags32", BIG, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_PRIVATE | MAP_32BIT, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: flags");
+	ASSERT_TRUE(is_file(p, tpath("flags32")));
+	ASSERT_GT(1UL << 31, (unsigned long)p);
+}
+
+TEST(fallback_unaligned_offset_and_zero_length)
+{
+	int fd = open_pattern("unaligned", BIG, O_RDONLY);
+
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EINVAL, map(2 * MiB, PROT_READ, MAP_SHARED, fd, 100));
+	ASSERT_SAID("fallback: unaligned offset");
+	ASSERT_ERRNO(EINVAL, map(0, PROT_READ, MAP_SHARED, fd, 0));
+	ASSERT_SAID("fallback: zero length");
+}
+
+TEST(fallback_small_file)
+{
+	int fd = open_pattern("small", 512 * KiB, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(512 * KiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: small file");
+	ASSERT_TRUE(is_file(p, tpath("small")));
+	ASSERT_EQ(-1, check_bytes(p, 0, 512 * KiB, 512 * KiB));
+}
+
+TEST(fallback_file_on_morselfs)
+{
+	const char *path = mpath("preload_test_file");
+	struct vma v;
+	uint8_t *p, *buf = malloc(BIG);
+	uint64_t i;
+	int fd = fresh(path, 0);
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < BIG; i++)
+		buf[i] = pat(i);
+	ASSERT_EQ((ssize_t)BIG, pwrite(fd, buf, BIG, 0));
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: file on morselfs");
+	/* The kernel mounted that morsel itself: its path, its extent. */
+	ASSERT_EQ(0, vma_of(p, &v));
+	ASSERT_STREQ(path, v.path);
+	ASSERT_EQ(morsel_order_extent(2), v.end - v.start);
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	ASSERT_EQ(0, munmap(p, BIG));
+	unlink(path);
+}
+
+TEST(fallback_not_a_regular_file)
+{
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(4 * MiB, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: not a regular file");
+	ASSERT_EQ(0, p[MiB]);
+}
+
+TEST(fallback_anonymous)
+{
+	struct vma v;
+	uint8_t *p;
+
+	p = CAPTURE(mmap(NULL, 4 * MiB, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0));
+	ASSERT_NE(MAP_FAILED, p);
+	/* No line at MORSEL_PRELOAD_DEBUG=1: anonymous memory is not news. */
+	ASSERT_STREQ("", dbg);
+	ASSERT_EQ(0, vma_of(p, &v));
+	ASSERT_STREQ("", v.path);
+	ASSERT_EQ(0, p[MiB]);
+}
+
+/*
+ * A program that opened the file for writing may write it and read the
+ * result through its shared mapping (LMDB, SQLite): the kernel's mapping,
+ * which sees the write.
+ */
+TEST(fallback_fd_not_read_only)
+{
+	int fd = open_pattern("rdwr", BIG, O_RDWR);
+	uint8_t *p, b = 0xab;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: fd not opened O_RDONLY");
+	ASSERT_TRUE(is_file(p, tpath("rdwr")));
+	ASSERT_EQ(1, pwrite(fd, &b, 1, MiB));
+	ASSERT_EQ(0xab, p[MiB]);
+}
+
+TEST(fallback_past_the_extent)
+{
+	/* 1.5 MiB: order 1, a 2 MiB extent; 3 MiB do not fit in it. */
+	int fd = open_pattern("past", 3 * MiB / 2, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(3 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: past the morsel's extent");
+	ASSERT_TRUE(is_file(p, tpath("past")));
+	ASSERT_EQ(-1, check_bytes(p, 0, 3 * MiB / 2, 3 * MiB / 2));
+	ASSERT_EQ(SIGBUS, in_child(read_byte, (volatile char *)p + 2 * MiB));
+}
+
+TEST(fallback_daemon_absent)
+{
+	const char *env[] = { "MORSEL_CACHED_SOCKET=/tmp/preload_test.none", NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("absent"), BIG));
+	ASSERT_EQ(0, run_child("map", tpath("absent"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "fallback: no daemon")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "errno kept\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
+}
+
+TEST(fallback_daemon_refuses)
+{
+	/* Larger than the daemon's budget (128M): a sparse file. */
+	int fd = open(tpath("huge"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 200 * MiB));
+	close(fd);
+	fd = open(tpath("huge"), O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	errno = 4242;
+	p = map(200 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(4242, errno);
+	ASSERT_SAID("fallback: daemon refused");
+	ASSERT_TRUE(is_file(p, tpath("huge")));
+	ASSERT_EQ(0, p[100 * MiB]);
+}
+
+TEST(fallback_disabled)
+{
+	const char *env[] = { "MORSEL_PRELOAD_DISABLE=1", NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("disabled"), BIG));
+	ASSERT_EQ(0, run_child("map", tpath("disabled"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "fallback: disabled")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+}
+
+/* ---- the cached path ---- */
+
+TEST(cached_windows_read_the_file)
+{
+	static const struct { uint64_t off, len; } w[] = {
+		{ 0, BIG }, { PG, 2 * PG }, { MiB, MiB }, { 3 * MiB - PG, PG + 100 },
+		{ 3 * MiB, 100 }, { 3 * MiB, PG }, { 234 * PG, 5 * PG + 1 },
+	};
+	int fd = open_pattern("windows", BIG, O_RDONLY);
+	uint8_t *p[sizeof(w) / sizeof(w[0])];
+	unsigned int i;
+
+	ASSERT_LE(0, fd);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		uint64_t len = (w[i].len + PG - 1) & ~(PG - 1);
+
+		p[i] = map(w[i].len, PROT_READ, i % 2 ? MAP_PRIVATE : MAP_SHARED,
+			   fd, w[i].off);
+		ASSERT_NE(MAP_FAILED, p[i]);
+		ASSERT_SAID(": cached (");
+		ASSERT_TRUE(is_cached(p[i]));
+		/* Zeros to the end of the last page, as a file mapping. */
+		ASSERT_EQ(-1, check_bytes(p[i], w[i].off, len, BIG))
+			TH_LOG("window %u", i);
+	}
+	close(fd);
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		ASSERT_EQ(0, munmap(p[i], w[i].len));
+}
+
+TEST(cached_sigbus_past_eof_as_the_kernel)
+{
+	int fd = open_pattern("sigbus", BIG, O_RDONLY);
+	uint8_t *p, *q;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG + 3 * PG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	/* An ordinary mapping of the same file, for comparison. */
+	q = map(BIG + 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_TRUE(is_file(q, tpath("sigbus")));
+	ASSERT_EQ(0, in_child(read_byte, (volatile char *)p + BIG));
+	ASSERT_EQ(0, in_child(read_byte, (volatile char *)q + BIG));
+	ASSERT_EQ(SIGBUS, in_child(read_byte, (volatile char *)p + 3 * MiB + PG));
+	ASSERT_EQ(SIGBUS, in_child(read_byte, (volatile char *)q + 3 * MiB + PG));
+}
+
+TEST(cached_partial_munmap_then_release)
+{
+	int fd = open_pattern("partial", BIG, O_RDONLY);
+	struct vma v;
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	close(fd);
+	/* Pieces: the middle, the start, again the middle (as the kernel: 0). */
+	ASSERT_EQ(0, CAPTURE(munmap(p + MiB, 16 * PG)));
+	ASSERT_SAID("released, 2 part(s)");
+	ASSERT_EQ(0, munmap(p, MiB));
+	ASSERT_EQ(0, munmap(p + MiB, 16 * PG));
+	ASSERT_TRUE(is_cached(p + 2 * MiB));
+	ASSERT_EQ(-1, check_bytes(p + 2 * MiB, 2 * MiB, MiB, BIG));
+	/* The last piece, by a range longer than the rest: the mount goes. */
+	ASSERT_EQ(0, CAPTURE(munmap(p + MiB + 16 * PG, 4 * MiB)));
+	ASSERT_SAID("extent unmapped");
+	ASSERT_EQ(-1, vma_of(p, &v));
+	ASSERT_EQ(-1, vma_of(p + 2 * MiB, &v));
+	ASSERT_EQ(-1, vma_of(p + 512 * MiB, &v));
+}
+
+TEST(cached_munmap_across_shim_and_other_mappings)
+{
+	int fd = open_pattern("across", BIG, O_RDONLY);
+	struct vma v;
+	uint8_t *p, *before;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	before = mmap(p - PG, PG, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (before == MAP_FAILED)
+		SKIP(return, "the page before the mount is taken");
+	before[0] = 1;
+	ASSERT_EQ(0, munmap(before, PG + BIG));
+	ASSERT_EQ(-1, vma_of(before, &v));
+	ASSERT_EQ(-1, vma_of(p, &v));
+}
+
+TEST(cached_private_mprotect_write_is_private)
+{
+	int fd = open_pattern("cow", BIG, O_RDONLY);
+	uint8_t *p, *q, b;
+
+	ASSERT_LE(0, fd);
+	p = map(2 * MiB, PROT_READ, MAP_PRIVATE, fd, MiB);
+	q = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_TRUE(is_cached(q));
+	close(fd);
+	ASSERT_EQ(0, CAPTURE(mprotect(p, 2 * PG, PROT_READ | PROT_WRITE)));
+	ASSERT_SAID("swap");
+	ASSERT_TRUE(is_file(p, tpath("cow")));
+	p[10] = ~pat(MiB + 10);
+	p[PG + 1] = 0;
+	ASSERT_EQ((uint8_t)~pat(MiB + 10), p[10]);
+	/* The rest of p, the other mapping and the file are unchanged. */
+	ASSERT_EQ(-1, check_bytes(p + 2 * PG, MiB + 2 * PG, 2 * MiB - 2 * PG, BIG));
+	ASSERT_EQ(-1, check_bytes(q, 0, BIG, BIG));
+	ASSERT_TRUE(is_cached(q));
+	fd = open(tpath("cow"), O_RDONLY | O_CLOEXEC);
+	ASSERT_EQ(1, pread(fd, &b, 1, MiB + 10));
+	ASSERT_EQ(pat(MiB + 10), b);
+	/* Writing past the new rights still faults, as the kernel's. */
+	ASSERT_EQ(SIGSEGV, in_child(write_byte, (volatile char *)p + 3 * PG));
+}
+
+TEST(cached_shared_read_only_fd_mprotect_write_eacces)
+{
+	int fd = open_pattern("eacces", BIG, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_ERRNO(EACCES, CAPTURE(mprotect(p, PG, PROT_READ | PROT_WRITE)));
+	ASSERT_SAID("swap");
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	ASSERT_EQ(SIGSEGV, in_child(write_byte, (volatile char *)p));
+}
+
+TEST(cached_mprotect_read_and_madvise_keep_the_mount)
+{
+	int fd = open_pattern("advice", BIG, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, CAPTURE(mprotect(p + PG, PG, PROT_READ)));
+	ASSERT_SAID("already so");
+	ASSERT_EQ(0, madvise(p, BIG, MADV_WILLNEED));
+	ASSERT_EQ(0, madvise(p, BIG, MADV_SEQUENTIAL));
+	ASSERT_EQ(0, madvise(p, 2 * MiB, MADV_HUGEPAGE));
+	ASSERT_EQ(0, madvise(p, BIG, MADV_DONTDUMP));
+	ASSERT_EQ(0, madvise(p, BIG, MADV_DODUMP));
+	ASSERT_EQ(0, CAPTURE(madvise(p, BIG, MADV_DONTNEED)));
+	ASSERT_SAID("nothing to do");
+	ASSERT_EQ(0, madvise(p + MiB, MiB, MADV_PAGEOUT));
+	/* glibc's posix_madvise, which calls the kernel itself: the same. */
+	ASSERT_EQ(0, posix_madvise(p + PG, MiB, POSIX_MADV_RANDOM));
+	ASSERT_EQ(0, posix_madvise(p, BIG, POSIX_MADV_WILLNEED));
+	/* MADV_FREE: EINVAL, as on every file mapping. */
+	ASSERT_ERRNO(EINVAL, madvise(p, PG, MADV_FREE));
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+}
+
+TEST(cached_other_advice_swaps)
+{
+	int fd = open_pattern("dontfork", BIG, O_RDONLY);
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, CAPTURE(madvise(p + MiB, PG, MADV_DONTFORK)));
+	ASSERT_SAID("madvise: swap");
+	ASSERT_TRUE(is_file(p + MiB, tpath("dontfork")));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+}
+
+/*
+ * A program that closes every descriptor it does not know: the swap has
+ * no file left (EBADF, nothing changes), and the shim's connection is made
+ * again for the next mmap.
+ */
+TEST(cached_program_closes_the_shims_fds)
+{
+	int fd = open_pattern("closeall", BIG, O_RDONLY);
+	uint8_t *p, *q;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, close_range(3, ~0U, 0));
+	ASSERT_ERRNO(EBADF, CAPTURE(mprotect(p, PG, PROT_READ | PROT_WRITE)));
+	ASSERT_SAID("cannot swap");
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	fd = open(tpath("closeall"), O_RDONLY | O_CLOEXEC);
+	q = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_TRUE(is_cached(q)) TH_LOG("%s", dbg);
+	ASSERT_EQ(0, munmap(p, BIG));
+	ASSERT_EQ(0, munmap(q, BIG));
+}
+
+TEST(cached_mremap_swaps)
+{
+	int fd = open_pattern("mremap", BIG, O_RDONLY);
+	uint8_t *p, *q;
+
+	ASSERT_LE(0, fd);
+	p = map(MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	close(fd);
+	q = CAPTURE(mremap(p, MiB, 3 * MiB, MREMAP_MAYMOVE));
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_SAID("mremap: swap");
+	ASSERT_TRUE(is_file(q, tpath("mremap")));
+	ASSERT_EQ(-1, check_bytes(q, 0, 3 * MiB, BIG));
+	ASSERT_EQ(0, munmap(q, 3 * MiB));
+}
+
+TEST(cached_map_fixed_over_it_swaps)
+{
+	int fd = open_pattern("over", BIG, O_RDONLY);
+	uint8_t *p, *a;
+
+	ASSERT_LE(0, fd);
+	p = map(2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	a = CAPTURE(mmap(p + MiB, PG, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	ASSERT_EQ(p + MiB, a);
+	ASSERT_SAID("mmap MAP_FIXED: swap");
+	a[0] = 7;
+	ASSERT_TRUE(is_file(p, tpath("over")));
+	ASSERT_EQ(-1, check_bytes(p, 0, MiB, BIG));
+	ASSERT_EQ(-1, check_bytes(p + MiB + PG, MiB + PG, MiB - PG, BIG));
+}
+
+TEST(cached_fork)
+{
+	int fd = open_pattern("fork", BIG, O_RDONLY), status;
+	uint8_t *p;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pattern_file(tpath("fork2"), BIG));
+	ASSERT_EQ(0, pattern_file(tpath("fork3"), BIG));
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	pid = fork();
+	if (!pid) {
+		int f = open(tpath("fork2"), O_RDONLY | O_CLOEXEC);
+		uint8_t *c = mmap(NULL, BIG, PROT_READ, MAP_SHARED, f, 0);
+
+		/* Its own connection; the inherited mapping; its own munmap. */
+		_exit(check_bytes(p, 0, BIG, BIG) >= 0 ? 1 :
+		      c == MAP_FAILED || !is_cached(c) ? 2 :
+		      check_bytes(c, 0, BIG, BIG) >= 0 ? 3 :
+		      munmap(p, BIG) || is_cached(p) ? 4 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	close(fd);
+	fd = open(tpath("fork3"), O_RDONLY | O_CLOEXEC);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+}
+
+#define THREADS 8
+#define ROUNDS 4
+
+static void *thread_fn(void *arg)
+{
+	uintptr_t t = (uintptr_t)arg, bad = 0;
+	unsigned int r;
+
+	for (r = 0; r < ROUNDS && !bad; r++) {
+		uint64_t off = ((t * ROUNDS + r) % 17) * 32 * PG;
+		int fd = open(tpath("threads"), O_RDONLY | O_CLOEXEC);
+		uint8_t *p = mmap(NULL, MiB, PROT_READ,
+				  r % 2 ? MAP_PRIVATE : MAP_SHARED, fd, off);
+
+		close(fd);
+		if (p == MAP_FAILED || !is_cached(p) ||
+		    check_bytes(p, off, MiB, BIG) >= 0 || munmap(p, MiB))
+			bad = 1 + t;
+	}
+	return (void *)bad;
+}
+
+TEST(cached_many_threads_at_once)
+{
+	pthread_t th[THREADS];
+	uintptr_t t, n, bad = 0;
+	void *ret;
+
+	const char *s;
+	int lines = 0;
+
+	ASSERT_EQ(0, pattern_file(tpath("threads"), BIG));
+	cap_start();
+	for (t = 0; t < THREADS; t++)
+		if (pthread_create(&th[t], NULL, thread_fn, (void *)t))
+			break;
+	n = t;
+	for (t = 0; t < n; t++)
+		if (pthread_join(th[t], &ret) || ret)
+			bad = 1 + t;
+	cap_end();
+	ASSERT_EQ(THREADS, n);
+	ASSERT_EQ(0, bad) TH_LOG("thread %lu", (unsigned long)bad - 1);
+	/* Every one of them was served by the daemon, and gave back. */
+	for (s = dbg; (s = strstr(s, ": cached (")); s++)
+		lines++;
+	ASSERT_EQ(THREADS * ROUNDS, lines) TH_LOG("%s", dbg);
+	for (lines = 0, s = dbg; (s = strstr(s, "extent unmapped")); s++)
+		lines++;
+	ASSERT_EQ(THREADS * ROUNDS, lines) TH_LOG("%s", dbg);
+}
+
+TEST(cached_errno_kept)
+{
+	const char *const env[] = { NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("errno"), BIG));
+	ASSERT_EQ(0, run_child("map", tpath("errno"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "cached\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "errno kept\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
+}
+
+TEST(stats_lines)
+{
+	const char *env[] = { NULL, NULL, NULL };
+	char out[8192], kv[PATH_MAX + 32], line[128], stats[PATH_MAX];
+	unsigned long long bytes, ns;
+	int cached = 0, real = 0;
+	FILE *f;
+
+	snprintf(stats, sizeof(stats), "%s", tpath("stats"));
+	unlink(stats);
+	snprintf(kv, sizeof(kv), "MORSEL_PRELOAD_STATS=%s", stats);
+	env[0] = kv;
+	ASSERT_EQ(0, pattern_file(tpath("stats_big"), BIG));
+	ASSERT_EQ(0, pattern_file(tpath("stats_small"), 512 * KiB));
+	ASSERT_EQ(0, run_child("map", tpath("stats_big"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_EQ(0, run_child("map", tpath("stats_small"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	env[1] = "MORSEL_CACHED_SOCKET=/tmp/preload_test.none";
+	ASSERT_EQ(0, run_child("map", tpath("stats_big"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	f = fopen(stats, "re");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f)) {
+		char kind[16];
+
+		ASSERT_EQ(3, sscanf(line, "mmap %15s %llu %llu", kind, &bytes, &ns))
+			TH_LOG("%s", line);
+		ASSERT_EQ(BIG, bytes);
+		ASSERT_LT(0, ns);
+		cached += !strcmp(kind, "cached");
+		real += !strcmp(kind, "real");
+	}
+	fclose(f);
+	ASSERT_EQ(1, cached);
+	ASSERT_EQ(1, real);
+}
+
+TEST(python_mmap_module)
+{
+	const char *argv[] = { "/usr/bin/python3", "-c",
+		"import mmap, sys\n"
+		"f = open(sys.argv[1], 'rb')\n"
+		"m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
+		"print('len', len(m), 'sum', sum(m[::4096]))\n"
+		"m.close()\n", NULL, NULL };
+	char out[8192], want[64];
+	unsigned long sum = 0, i;
+
+	if (access(argv[0], X_OK))
+		SKIP(return, "no python3");
+	ASSERT_EQ(0, pattern_file(tpath("py"), BIG));
+	argv[3] = tpath("py");
+	ASSERT_EQ(0, run(argv, NULL, out, sizeof(out))) TH_LOG("%s", out);
+	for (i = 0; i < BIG; i += PG)
+		sum += pat(i);
+	snprintf(want, sizeof(want), "len %lu sum %lu\n", BIG, sum);
+	ASSERT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, ": cached (")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "extent unmapped")) TH_LOG("%s", out);
+}
+
+/* ---- the daemon, and this program again under LD_PRELOAD ---- */
+
+/* Start morsel-cached (@bin); its pid, or -1.  Its log goes to @log. */
+static pid_t start_daemon(const char *bin, const char *dir, const char *log)
+{
+	int p[2];
+	char c;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		int l = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(l, 1);
+		dup2(l, 2);
+		dup2(p[1], 3);
+		execl(bin, bin, "--socket", SOCK, "--dir", dir, "--budget",
+		      "128M", "--ready-fd", "3", "-v", NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1) {
+		close(p[0]);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static int outer_main(int argc, char **argv)
+{
+	char repo[PATH_MAX], shim[PATH_MAX + 64], bin[PATH_MAX + 64];
+	char dir[PATH_MAX], cmd[PATH_MAX + 64];
+	const char *mnt = getenv("MORSEL_MNT");
+	int status = 1;
+	ssize_t n;
+	pid_t daemon, pid;
+
+	(void)argc;
+	n = readlink("/proc/self/exe", repo, sizeof(repo) - 1);
+	if (n < 0)
+		return 1;
+	repo[n] = 0;
+	*strrchr(repo, '/') = 0;	/* tests/ */
+	*strrchr(repo, '/') = 0;	/* the repo */
+	snprintf(shim, sizeof(shim), "%s/preload/libmorsel-preload.so", repo);
+	snprintf(bin, sizeof(bin), "%s/cached/morsel-cached", repo);
+	if (getenv("PRELOAD_TEST_DAEMON"))
+		snprintf(bin, sizeof(bin), "%s", getenv("PRELOAD_TEST_DAEMON"));
+	snprintf(dir, sizeof(dir), "%s/preload-cache", mnt ? mnt : "/tmp/morsel");
+	mkdir(dir, 0755);
+	mkdir(TDIR, 0755);
+	daemon = start_daemon(bin, dir, TDIR "/daemon.log");
+	if (daemon < 0) {
+		fprintf(stderr, "preload_test: %s did not start\n", bin);
+		snprintf(cmd, sizeof(cmd), "cat %s/daemon.log >&2", TDIR);
+		if (system(cmd))
+			return 1;
+		return 1;
+	}
+	setenv("LD_PRELOAD", shim, 1);
+	setenv("MORSEL_CACHED_SOCKET", SOCK, 1);
+	setenv("MORSEL_PRELOAD_MIN_SIZE", "1M", 1);
+	setenv("MORSEL_PRELOAD_DEBUG", "1", 1);
+	setenv("PRELOAD_TEST_CACHE_DIR", dir, 1);
+	setenv("PRELOAD_TEST_INNER", "1", 1);
+	unsetenv("MORSEL_PRELOAD_DISABLE");
+	unsetenv("MORSEL_PRELOAD_STATS");
+	fflush(NULL);
+	pid = fork();
+	if (!pid) {
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	if (pid > 0 && waitpid(pid, &status, 0) == pid)
+		status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	kill(daemon, SIGTERM);
+	waitpid(daemon, NULL, 0);
+	if (status) {
+		fprintf(stderr, "preload_test: the daemon's log:\n");
+		fflush(stderr);
+		snprintf(cmd, sizeof(cmd), "tail -n 40 %s/daemon.log >&2", TDIR);
+		if (system(cmd))
+			return status;
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "--child"))
+		return child_main(argv[2], argv[3]);
+	if (!getenv("PRELOAD_TEST_INNER"))
+		return outer_main(argc, argv);
+	return test_harness_run(argc, argv);
+}
