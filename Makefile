@@ -12,7 +12,7 @@ SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
-BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test
+BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -129,6 +129,9 @@ bench/demo: bench/demo.c bench/common.h $(LIB)
 
 bench/bench: bench/bench.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
+
+bench/cache: bench/cache.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 test: build
 	@tests/run-all

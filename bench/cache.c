@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * make bench, the file-cache family (paper 3.1, issue 10): morsel-cached
+ * against the page cache, side by side in one VM run.  Prints raw samples
+ * as bench/bench does (csv,<bench>,<variant>,<param>,<iteration>,<metric>,
+ * <value>), for bench/report.
+ *
+ *   startup  8 clients start at once and map a file: against a cold cache
+ *            (the file was just rewritten, so the daemon loads it again),
+ *            a warm cache, and the page cache with MAP_POPULATE (what
+ *            llama.cpp does).  Metric: ms until the last client has the
+ *            whole file mapped and has read its first and last byte.
+ *   ptmem    P processes (1, 8, 64) map the same file: page-table memory,
+ *            the sum of their VmPTE plus, for the cache, the morsel's own
+ *            tables (counted once: they are shared).
+ *
+ * The daemon (cached/morsel-cached) is started here on a directory of the
+ * test morselfs ($MORSEL_MNT) and stopped with SIGTERM at the end.
+ *
+ * usage: cache [--quick] [--only startup|ptmem]
+ *
+ * Processes only: each client is a child that reports on a pipe and waits
+ * on another, so the parent reads /proc while the mappings exist; no sleeps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "morsel.h"
+#include "common.h"
+
+#define PG	4096ULL
+#define MiB	(1ULL << 20)
+#define GiB	(1ULL << 30)
+#define MAXP	64
+
+static int quick;
+static char sock_path[] = "/tmp/bench-cached.sock";
+static char cache_dir[256];
+static pid_t daemon_pid;
+
+static void emit(const char *bench, const char *variant, uint64_t param,
+		 int iter, const char *metric, double value)
+{
+	printf("csv,%s,%s,%llu,%d,%s,%.6f\n", bench, variant,
+	       (unsigned long long)param, iter, metric, value);
+}
+
+/* Start the daemon and wait until it listens (its --ready-fd byte). */
+static void daemon_start(uint64_t budget)
+{
+	char b[32], fdarg[16];
+	int p[2];
+	char c;
+
+	snprintf(b, sizeof(b), "%llu", (unsigned long long)budget);
+	if (pipe2(p, O_CLOEXEC))
+		die("pipe", errno);
+	daemon_pid = fork();
+	if (daemon_pid < 0)
+		die("fork", errno);
+	if (!daemon_pid) {
+		int w = dup(p[1]);	/* without O_CLOEXEC */
+
+		snprintf(fdarg, sizeof(fdarg), "%d", w);
+		execl("cached/morsel-cached", "morsel-cached", "--socket",
+		      sock_path, "--dir", cache_dir, "--budget", b,
+		      "--ready-fd", fdarg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1)
+		die("morsel-cached did not start", EIO);
+	close(p[0]);
+}
+
+static void daemon_stop(void)
+{
+	int st;
+
+	kill(daemon_pid, SIGTERM);
+	if (waitpid(daemon_pid, &st, 0) != daemon_pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st))
+		die("morsel-cached did not exit cleanly", EIO);
+}
+
+/* A file of @len bytes in the guest's tmpfs (page cache), a pattern. */
+static void make_file(const char *path, uint64_t len)
+{
+	char *buf = malloc(MiB);
+	uint64_t off;
+	int fd, i;
+
+	if (!buf)
+		die("malloc", ENOMEM);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die(path, errno);
+	for (off = 0; off < len; off += MiB) {
+		size_t c = len - off < MiB ? len - off : MiB;
+
+		for (i = 0; i < (int)(MiB / 8); i++)
+			((uint64_t *)buf)[i] = off + i * 8;
+		if (write(fd, buf, c) != (ssize_t)c)
+			die("write", errno);
+	}
+	close(fd);
+	free(buf);
+}
+
+enum how { VIA_CACHE, VIA_PAGECACHE };
+
+/*
+ * Map @path as a client would: through the cache (one call), or with
+ * mmap(MAP_SHARED | MAP_POPULATE) of the file.  Reads the first and last
+ * byte.  Returns 0 or -errno.
+ */
+static int client_map(const char *path, enum how how, void **addr,
+		      size_t *len)
+{
+	volatile char *p;
+	struct stat st;
+	int fd, err;
+
+	if (how == VIA_CACHE) {
+		err = morsel_cache_map_path(sock_path, path, addr, len);
+		if (err)
+			return err;
+	} else {
+		fd = open(path, O_RDONLY);
+		if (fd < 0 || fstat(fd, &st))
+			return -errno;
+		*len = st.st_size;
+		*addr = mmap(NULL, *len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+			     fd, 0);
+		close(fd);
+		if (*addr == MAP_FAILED)
+			return -errno;
+	}
+	p = *addr;
+	(void)p[0];
+	(void)p[*len - 1];
+	return 0;
+}
+
+/*
+ * Fork @n clients that map @path; each writes one byte to @ready once
+ * mapped (or 'E' on error) and then waits until the parent closes
+ * @hold_w, the write end of @hold (which each child closes at once).
+ */
+static void clients(int n, const char *path, enum how how, pid_t *pids,
+		    int ready, int hold, int hold_w)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork", errno);
+		if (!pids[i]) {
+			void *a;
+			size_t l;
+			char c;
+			int err;
+
+			close(hold_w);
+			err = client_map(path, how, &a, &l);
+
+			c = err ? 'E' : 'k';
+			if (write(ready, &c, 1) != 1)
+				_exit(2);
+			if (read(hold, &c, 1) < 0)
+				_exit(3);
+			_exit(err ? 1 : 0);
+		}
+	}
+}
+
+/* Wait for @n ready bytes; dies if a client failed. */
+static void wait_ready(int ready, int n)
+{
+	char c;
+
+	while (n--) {
+		if (read(ready, &c, 1) != 1)
+			die("client vanished", EIO);
+		if (c != 'k')
+			die("a client could not map the file", EIO);
+	}
+}
+
+static void reap(pid_t *pids, int n, int hold)
+{
+	int i, st;
+
+	close(hold);
+	for (i = 0; i < n; i++)
+		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			die("client failed", EIO);
+}
+
+static long vm_pte_kib(pid_t pid)
+{
+	char p[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	f = fopen(p, "r");
+	if (!f)
+		die(p, errno);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPTE: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	if (v < 0)
+		die("no VmPTE", EIO);
+	return v;
+}
+
+static uint64_t loads(void)
+{
+	struct morsel_cache_stats st;
+	int s = morsel_cache_connect(sock_path), err;
+
+	if (s < 0)
+		die("morsel_cache_connect", -s);
+	err = morsel_cache_stats(s, &st);
+	if (err)
+		die("morsel_cache_stats", -err);
+	close(s);
+	return st.loads;
+}
+
+/* ---- startup: 8 clients at once ---- */
+
+static void bench_startup(void)
+{
+	uint64_t len = quick ? 32 * MiB : 1 * GiB;
+	int iters = quick ? 3 : 7, it, v, n = 8;
+	const char *path = "/tmp/bench-cache-startup";
+	static const char *const names[] = { "cache-cold", "cache-warm",
+					      "pagecache-populate" };
+	pid_t pids[8];
+
+	make_file(path, len);
+	for (it = 0; it < iters; it++) {
+		for (v = 0; v < 3; v++) {
+			int ready[2], hold[2];
+			uint64_t before = loads();
+			double t0;
+
+			if (v == 0) {
+				/* New mtime: the cached copy is stale. */
+				if (utimensat(AT_FDCWD, path, NULL, 0))
+					die("utimensat", errno);
+			}
+			if (pipe(ready) || pipe(hold))
+				die("pipe", errno);
+			t0 = now_ms();
+			clients(n, path, v == 2 ? VIA_PAGECACHE : VIA_CACHE,
+				pids, ready[1], hold[0], hold[1]);
+			close(ready[1]);
+			close(hold[0]);
+			wait_ready(ready[0], n);
+			emit("cache-startup", names[v], len, it, "ms",
+			     now_ms() - t0);
+			reap(pids, n, hold[1]);
+			close(ready[0]);
+			/* Cold: exactly one load for 8 clients; warm: none. */
+			if (v < 2 && loads() - before != (v == 0 ? 1 : 0))
+				die("unexpected number of loads", EPROTO);
+		}
+	}
+	unlink(path);
+}
+
+/* ---- ptmem: page-table memory of P processes mapping one file ---- */
+
+static uint64_t morsel_tables_kib(const char *path)
+{
+	struct morsel_cache_info info;
+	struct morsel_stat st;
+	int s, fd, mfd, err, i;
+	uint64_t n = 0;
+
+	s = morsel_cache_connect(sock_path);
+	fd = open(path, O_RDONLY);
+	if (s < 0 || fd < 0)
+		die("connect/open", s < 0 ? -s : errno);
+	mfd = morsel_cache_get(s, fd, &info);
+	if (mfd < 0)
+		die("morsel_cache_get", -mfd);
+	memset(&st, 0, sizeof(st));
+	err = morsel_stat(mfd, &st);
+	if (err)
+		die("morsel_stat", -err);
+	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
+		n += st.tables[i];
+	close(mfd);
+	close(fd);
+	close(s);
+	return n * 4;
+}
+
+static void bench_ptmem(void)
+{
+	uint64_t len = quick ? 64 * MiB : 6984ULL * MiB;	/* 6.82 GiB */
+	static const int ps[] = { 1, 8, 64 };
+	const char *path = "/tmp/bench-cache-ptmem";
+	pid_t pids[MAXP];
+	int i, v, k;
+
+	make_file(path, len);
+	for (k = 0; k < 3; k++) {
+		int n = ps[k];
+
+		for (v = 0; v < 2; v++) {
+			int ready[2], hold[2];
+			uint64_t kib = 0;
+
+			if (pipe(ready) || pipe(hold))
+				die("pipe", errno);
+			clients(n, path, v ? VIA_PAGECACHE : VIA_CACHE, pids,
+				ready[1], hold[0], hold[1]);
+			close(ready[1]);
+			close(hold[0]);
+			wait_ready(ready[0], n);
+			for (i = 0; i < n; i++)
+				kib += vm_pte_kib(pids[i]);
+			if (!v)
+				kib += morsel_tables_kib(path);
+			emit("cache-ptmem", v ? "pagecache-populate" : "cache",
+			     n, 0, "pt_kib", (double)kib);
+			reap(pids, n, hold[1]);
+			close(ready[0]);
+		}
+	}
+	unlink(path);
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL, *mnt = getenv("MORSEL_MNT");
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+		else
+			die("usage: cache [--quick] [--only startup|ptmem]",
+			    EINVAL);
+	}
+	if (!mnt)
+		die("MORSEL_MNT not set (run with vm/run)", EINVAL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(cache_dir, sizeof(cache_dir), "%s/bench-cache", mnt);
+	/*
+	 * Room for the 6.82 GiB file and its tables, not for the startup file
+	 * as well: asking for the large file evicts the startup file's morsel
+	 * (LRU, unmapped by then), so the guest holds each file at most twice
+	 * (page cache and morsel).
+	 */
+	daemon_start(quick ? 1 * GiB : 7 * GiB);
+	if (!only || !strcmp(only, "startup"))
+		bench_startup();
+	if (!only || !strcmp(only, "ptmem"))
+		bench_ptmem();
+	daemon_stop();
+	return 0;
+}
