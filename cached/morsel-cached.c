@@ -44,6 +44,13 @@ static int conns;
 static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 static int busy, stopping;
+/*
+ * A spare descriptor (on /dev/null), given up to accept and drop a
+ * connection when the process is out of descriptors: otherwise the
+ * pending connection keeps the listening socket readable and the poll
+ * loop spins.  Main thread only.
+ */
+static int spare_fd = -1;
 
 void log_msg(const char *fmt, ...)
 {
@@ -328,8 +335,18 @@ static void accept_one(int ls, pthread_attr_t *attr)
 	int s;
 
 	s = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	if (s < 0)
+	if (s < 0) {
+		if ((errno == EMFILE || errno == ENFILE) && spare_fd >= 0) {
+			log_msg("accept: %s: one connection refused",
+				strerror(errno));
+			close(spare_fd);
+			s = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+			if (s >= 0)
+				close(s);
+			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		}
 		return;
+	}
 	if (__atomic_add_fetch(&conns, 1, __ATOMIC_RELAXED) > MAX_CONNS) {
 		log_msg("too many connections (%d): one refused", MAX_CONNS);
 		goto fail;
@@ -455,6 +472,7 @@ int main(int argc, char **argv)
 	ls = listen_on(sock_path, &bound);
 	if (ls < 0)
 		return 1;
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);
