@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -787,6 +788,58 @@ TEST_F(cached, sigterm_exits_cleanly_warm_restart)
 	status = stop(self, SIGINT);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * Out of descriptors, the daemon accepts and drops each connection it
+ * cannot serve (that client sees the connection end) instead of leaving it
+ * pending, which would keep the listening socket readable and spin its
+ * poll loop while the client waited forever; once descriptors are free it
+ * serves again.  The daemon runs with RLIMIT_NOFILE 24 and 40 clients
+ * connect at once.
+ */
+TEST_F_TIMEOUT(cached, out_of_descriptors_refuses_and_recovers, 60)
+{
+	struct rlimit rl = { 24, 24 }, old;
+	struct morsel_cache_stats st;
+	int socks[40], served = 0, dropped = 0, i, fd;
+	static char logbuf[1 << 16];
+	ssize_t n;
+
+	ASSERT_TRUE(WIFEXITED(stop(self, SIGTERM)));
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	ASSERT_LT(0, start(self, NULL));
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
+	for (i = 0; i < 40; i++) {
+		socks[i] = morsel_cache_connect(self->sock);
+		ASSERT_LE(0, socks[i]) TH_LOG("connect %d: %s", i, strerror(-socks[i]));
+	}
+	/* Each request is answered or its connection ends: none hangs. */
+	for (i = 0; i < 40; i++) {
+		if (morsel_cache_stats(socks[i], &st) == 0)
+			served++;
+		else
+			dropped++;
+	}
+	EXPECT_LT(0, served);
+	EXPECT_LT(0, dropped);
+	for (i = 0; i < 40; i++)
+		close(socks[i]);
+	/* Served again, a load included. */
+	ASSERT_EQ(0, make_file(tpath(self, "f"), 1 * MiB, 3));
+	fd = get(self, tpath(self, "f"), NULL);
+	EXPECT_LE(0, fd) TH_LOG("get: %s", strerror(-fd));
+	if (fd >= 0)
+		close(fd);
+	fd = open(self->log, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, logbuf, sizeof(logbuf) - 1);
+	close(fd);
+	ASSERT_LT(0, n);
+	logbuf[n] = 0;
+	EXPECT_NE(NULL, strstr(logbuf, "accept: Too many open files"))
+		TH_LOG("%s", logbuf);
 }
 
 /*
