@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +391,32 @@ TEST_F_TIMEOUT(cached, content_equals_file, 120)
 	EXPECT_EQ(-EINVAL, morsel_cache_unmap(p, 0));
 }
 
+TEST_F(cached, tool_prints_stats)
+{
+	char cmd[512], out[1024];
+	size_t n;
+	FILE *f;
+	int fd;
+
+	ASSERT_EQ(0, make_file(tpath(self, "f"), 5 * PG, 1));
+	fd = get(self, tpath(self, "f"), NULL);
+	ASSERT_LE(0, fd);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "tools/morsel cache-stats %s", self->sock);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_NE(NULL, strstr(out, "\nentries:   1\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\nloads:     1\n"));
+	EXPECT_NE(NULL, strstr(out, "\nbytes:     24576 (0.0 MiB)\n"));
+	/* No daemon there: exit 1. */
+	snprintf(cmd, sizeof(cmd), "tools/morsel cache-stats %s 2>/dev/null",
+		 tpath(self, "nosock"));
+	EXPECT_EQ(1, WEXITSTATUS(system(cmd)));
+}
+
 /* ---- stale files ---- */
 
 TEST_F_TIMEOUT(cached, stale_file_reloaded, 60)
@@ -760,6 +787,55 @@ TEST_F(cached, sigterm_exits_cleanly_warm_restart)
 	status = stop(self, SIGINT);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * SIGTERM while a load runs: the load stops at its next read (its client
+ * gets ECANCELED) or has just finished; either way the daemon exits 0 and
+ * the directory holds only complete files.  The test waits for the load
+ * to have begun by watching the module's page counter (populate comes
+ * first), not by sleeping.
+ */
+TEST_F_TIMEOUT(cached, sigterm_during_load, 120)
+{
+	const uint64_t size = 128 * MiB;
+	long pages0 = counter("pages");
+	int go[2], res[2], status, err = 1;
+	struct stat st;
+	pid_t pid;
+
+	ASSERT_EQ(0, make_file(tpath(self, "big"), size, 9));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(res));
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		err = get(self, tpath(self, "big"), NULL);
+		_exit(write(res[1], &err, sizeof(err)) == sizeof(err) ? 0 : 1);
+	}
+	close(res[1]);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	while (counter("pages") < pages0 + (long)(size / PG))
+		sched_yield();
+	status = stop(self, SIGTERM);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_EQ(sizeof(err), read(res[0], &err, sizeof(err)));
+	waitpid(pid, &status, 0);
+	TH_LOG("the client got %d", err);
+	EXPECT_TRUE(err == -ECANCELED || err >= 0);
+	if (err >= 0) {
+		EXPECT_EQ(1, cache_files(self));
+		ASSERT_EQ(0, fstat(err, &st));
+		EXPECT_EQ(size, st.st_size);
+		close(err);
+	} else {
+		EXPECT_EQ(0, cache_files(self));
+	}
+	rm_files(self->dir);
+	EXPECT_EQ(pages0, counter("pages"));
 }
 
 TEST_F(cached, bad_options)

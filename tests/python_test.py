@@ -24,6 +24,7 @@ from unittest import mock
 import morsel
 
 MNT = os.environ.get("MORSEL_MNT")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 PG = 4096
 NOBODY = 65534
@@ -718,6 +719,130 @@ class MorselTest(unittest.TestCase):
             os.close(fd)
         a.close()
         b.close()
+
+    # -- the file cache (morsel-cached) ------------------------------------
+
+    def start_daemon(self, *args):
+        """Run cached/morsel-cached on a fresh cache directory and socket;
+        returns (Popen, socket path).  Stopped (SIGKILL) at cleanup."""
+        daemon = os.path.join(REPO, "cached", "morsel-cached")
+        sock = os.path.join(self.tmp(), "sock")
+        r, w = os.pipe()
+        log = open(os.path.join(self.tmp(), "log"), "ab")
+        p = subprocess.Popen([daemon, "--socket", sock, "--dir",
+                              self.path("cache"), "--ready-fd", str(w)]
+                             + list(args), pass_fds=(w,), stderr=log)
+        os.close(w)
+        log.close()
+        ready = os.read(r, 1)
+        os.close(r)
+
+        def stop():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.addCleanup(stop)
+        self.assertEqual(ready, b"r", "the daemon did not start")
+        return p, sock
+
+    def tmp(self):
+        """A directory in /tmp (not morselfs) for sources and sockets."""
+        if not getattr(self, "_tmp", None):
+            self._tmp = tempfile.mkdtemp(dir="/tmp")
+            self.addCleanup(shutil.rmtree, self._tmp, True)
+        return self._tmp
+
+    def source(self, name, size, seed=1):
+        """A file of *size* pattern bytes in /tmp; (path, its bytes)."""
+        data = bytes((i * 7 + seed) & 0xff for i in range(4093))
+        data = (data * (size // len(data) + 1))[:size]
+        path = os.path.join(self.tmp(), name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path, data
+
+    def test_cache_map(self):
+        _, sock = self.start_daemon()
+        path, data = self.source("f", 3 * MiB + 7)
+        with morsel.cache_map(path, socket=sock) as cf:
+            self.assertEqual(cf.length, len(data))
+            self.assertEqual(len(cf), len(data))
+            self.assertEqual(cf.extent, GiB)
+            self.assertEqual(cf.address % GiB, 0)
+            mv = cf.memoryview()
+            self.assertTrue(mv.readonly)
+            self.assertEqual(bytes(mv), data)
+            self.assertEqual(bytes(cf.memoryview(5, 3)), data[5:8])
+            with self.assertRaises(ValueError):
+                cf.memoryview(len(data) - 1, 2)
+            with self.assertRaises(TypeError):
+                mv[0] = 1
+            with self.assertRaises(BufferError):
+                cf.close()
+            del mv
+        self.assertTrue(cf.closed)
+        cf.close()
+        with self.assertRaises(ValueError):
+            cf.memoryview()
+        # From an open file and from a descriptor: hits.
+        with open(path, "rb") as f:
+            with morsel.cache_map(f, sock) as cf:
+                self.assertEqual(bytes(cf.memoryview(0, 16)), data[:16])
+                self.assertIn("mapped", repr(cf))
+            fd = os.open(path, os.O_RDONLY)
+            cf = morsel.cache_map(fd, sock)
+            os.close(fd)
+            self.assertEqual(bytes(cf.memoryview(len(data) - 4)), data[-4:])
+            cf.close()
+        st = morsel.cache_stats(sock)
+        self.assertIsInstance(st, morsel.CacheStats)
+        self.assertEqual((st.entries, st.loads, st.hits, st.refusals),
+                         (1, 1, 2, 0))
+        self.assertEqual(st.bytes, (769 + 2 + 1) * PG)   # pages, PTE, PMD
+        self.assertGreater(st.budget, 0)
+        # $MORSEL_CACHED_SOCKET is the default.
+        with mock.patch.dict(os.environ, MORSEL_CACHED_SOCKET=sock):
+            self.assertEqual(morsel.cache_stats().loads, 1)
+            with morsel.cache_map(path) as cf:
+                self.assertEqual(cf.length, len(data))
+
+    def test_cache_errors(self):
+        _, sock = self.start_daemon("--budget", "2M")
+        empty, _ = self.source("empty", 0)
+        big, _ = self.source("big", 3 * MiB)
+        self.assertErrno(errno.EINVAL, morsel.cache_map, empty, sock)
+        self.assertErrno(errno.ENOSPC, morsel.cache_map, big, sock)
+        e = self.assertErrno(errno.ENOENT, morsel.cache_map,
+                             self.path("none"), sock)
+        self.assertEqual(e.filename, self.path("none"))
+        fd = os.open(big, os.O_WRONLY)
+        self.assertErrno(errno.EACCES, morsel.cache_map, fd, sock)
+        os.close(fd)
+        with morsel.create(self.path("m"), PG) as m:
+            self.assertErrno(errno.EINVAL, morsel.cache_map, m, sock)
+        self.assertErrno(errno.ENOENT, morsel.cache_map, big,
+                         os.path.join(self.tmp(), "nosock"))
+        self.assertEqual(morsel.cache_stats(sock).refusals, 4)
+        # As nobody: a file it cannot open.
+        os.chmod(big, 0o600)
+        self.assertEqual(in_child(lambda: (
+            as_nobody(),
+            self.assertErrno(errno.EACCES, morsel.cache_map, big, sock))), 0)
+        with mock.patch.object(morsel._lib, "cache_map", None):
+            with self.assertRaises(NotImplementedError):
+                morsel.cache_map(big, sock)
+
+    def test_cache_survives_daemon_kill(self):
+        p, sock = self.start_daemon()
+        path, data = self.source("f", 5 * MiB)
+        cf = morsel.cache_map(path, sock)
+        p.kill()
+        p.wait()
+        mv = cf.memoryview()
+        self.assertEqual(bytes(mv), data)
+        del mv
+        cf.close()
+        self.assertErrno(errno.ECONNREFUSED, morsel.cache_stats, sock)
 
 
 class Result(unittest.TestResult):

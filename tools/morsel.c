@@ -21,7 +21,10 @@ static void usage(void)
 		"                                        address and every mapping with its rights\n"
 		"       morsel populate PATH OFFSET LEN  allocate the pages of a range now\n"
 		"       morsel evict PATH OFFSET LEN     free the pages of a range (reads as zeros)\n"
-		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n");
+		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
+		"       morsel cache-stats [SOCKET]      the counters of morsel-cached (default\n"
+		"                                        $MORSEL_CACHED_SOCKET, else %s)\n",
+		MORSEL_CACHED_SOCKET);
 	exit(2);
 }
 
@@ -162,6 +165,38 @@ static int cmd_bind(const char *path, const char *addr)
 	return 0;
 }
 
+static int cmd_cache_stats(const char *sock_path)
+{
+	struct morsel_cache_stats st;
+	char b[32];
+	int sock = morsel_cache_connect(sock_path), err;
+
+	if (!sock_path)
+		sock_path = getenv("MORSEL_CACHED_SOCKET");
+	if (!sock_path || !*sock_path)
+		sock_path = MORSEL_CACHED_SOCKET;
+	if (sock < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", sock_path, strerror(-sock));
+		return 1;
+	}
+	err = morsel_cache_stats(sock, &st);
+	close(sock);
+	if (err) {
+		fprintf(stderr, "morsel: cache-stats %s: %s\n", sock_path,
+			strerror(-err));
+		return 1;
+	}
+	printf("socket:    %s\n", sock_path);
+	printf("entries:   %" PRIu64 "\n", st.entries);
+	printf("bytes:     %" PRIu64 " (%.1f MiB)\n", st.bytes, st.bytes / 1048576.0);
+	printf("budget:    %" PRIu64 " (%s)\n", st.budget, human(st.budget, b, sizeof(b)));
+	printf("hits:      %" PRIu64 "\n", st.hits);
+	printf("loads:     %" PRIu64 "\n", st.loads);
+	printf("evictions: %" PRIu64 "\n", st.evictions);
+	printf("refusals:  %" PRIu64 "\n", st.refusals);
+	return 0;
+}
+
 /*
  * Create PATH of SIZE bytes; with ORDER, first set the minimum order of
  * the still empty file, then the size (nothing is left behind on error).
@@ -204,6 +239,8 @@ int main(int argc, char **argv)
 {
 	int i, ret = 0;
 
+	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "cache-stats"))
+		return cmd_cache_stats(argc == 3 ? argv[2] : NULL);
 	if (argc < 3)
 		usage();
 	if (!strcmp(argv[1], "create") && argc == 6 &&

@@ -44,7 +44,7 @@ __all__ = [
     "Morsel", "Mapping", "Stat", "MappingInfo", "create", "open", "send_fd",
     "recv_fd", "order_for_size", "order_extent", "READ", "WRITE", "EXEC",
     "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
-    "library_path",
+    "library_path", "cache_map", "cache_stats", "CachedFile", "CacheStats",
 ]
 
 #: The libmorsel that was loaded (a path or a soname).
@@ -538,6 +538,177 @@ class Mapping:
         state = "unmapped" if self._closed else "mapped"
         return "<morsel.Mapping %s address=%#x length=%#x prot=%d>" % (
             state, self.address, self.length, self.prot)
+
+
+# -- the file cache (morsel-cached) -------------------------------------------
+
+
+def _cache_fn(name):
+    fn = getattr(_lib, name)
+    if fn is None:
+        raise NotImplementedError(
+            "morsel_%s is not in %s (an older libmorsel)"
+            % (name, library_path))
+    return fn
+
+
+def _socket_arg(socket):
+    return None if socket is None else os.fsencode(socket)
+
+
+class CachedFile:
+    """A file served by morsel-cached, mapped read-only (made by
+    :func:`cache_map`); it owns the mapping.
+
+    :attr:`address` is the file's first byte, :attr:`length` its size,
+    :attr:`extent` the bytes the mapping covers.  :meth:`memoryview` views
+    the file's bytes without copying (read-only).  :meth:`close` (or the end
+    of a ``with`` block) unmaps it; refused with :class:`BufferError` while
+    a view of it is alive, as for :class:`Mapping`.  The mapping stays valid
+    when the daemon exits.
+    """
+
+    def __init__(self, address, length, name=None):
+        #: The file's first byte in this process.
+        self.address = address
+        #: The file size.
+        self.length = length
+        #: Bytes the mapping covers (the extent of the morsel's order).
+        self.extent = order_extent(order_for_size(length))
+        #: The path or descriptor it was made from.
+        self.name = name
+        self._buftype = _buffer_type(self.extent)
+        self._views = []
+        self._closed = False
+
+    @property
+    def closed(self):
+        """True once the mapping is gone."""
+        return self._closed
+
+    def _exports(self):
+        self._views = [r for r in self._views if r() is not None]
+        return len(self._views)
+
+    def memoryview(self, offset=0, length=None):
+        """A read-only memoryview (format ``'B'``) of the file's bytes from
+        *offset*, *length* of them (None: to the end of the file).
+        ValueError if the range passes the file."""
+        if self._closed:
+            raise ValueError("operation on an unmapped cached file")
+        offset = _u64("offset", offset)
+        if length is None:
+            length = max(self.length - offset, 0)
+        length = _u64("length", length)
+        if offset + length > self.length:
+            raise ValueError("offset %d + length %d pass the file (%d bytes)"
+                             % (offset, length, self.length))
+        buf = self._buftype.from_address(self.address)
+        buf.mapping = self          # every view keeps the mapping alive
+        self._views.append(weakref.ref(buf))
+        return memoryview(buf).cast("B")[offset:offset + length].toreadonly()
+
+    def __len__(self):
+        return self.length
+
+    def close(self):
+        """Unmap.  Calling it again does nothing.  Raises BufferError while
+        a view made by :meth:`memoryview` is alive."""
+        if self._closed:
+            return
+        n = self._exports()
+        if n:
+            raise BufferError("cannot unmap the cached file at %#x: %d "
+                              "view(s) of it are alive" % (self.address, n))
+        _check(_cache_fn("cache_unmap")(self.address, self.length))
+        self._closed = True
+
+    def __enter__(self):
+        if self._closed:
+            raise ValueError("operation on an unmapped cached file")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except BufferError:
+            if exc_type is None:
+                raise
+
+    def __del__(self):
+        try:
+            if not self._closed and not self._exports():
+                self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "unmapped" if self._closed else "mapped"
+        return "<morsel.CachedFile %s %r address=%#x length=%d>" % (
+            state, self.name, self.address, self.length)
+
+
+def cache_map(path_or_fd, socket=None):
+    """Map a file through morsel-cached, read-only, in one call; returns a
+    :class:`CachedFile`.
+
+    *path_or_fd* is a path (opened read-only here, so this process's
+    permissions decide) or an open file (a descriptor or anything with
+    ``fileno()``, open for reading; it stays open).  *socket* is the
+    daemon's socket; None means ``$MORSEL_CACHED_SOCKET``, else
+    ``/run/morsel-cached.sock``.  Errors raise OSError: EACCES (not open
+    for reading), EINVAL (not a regular file, empty, on morselfs), ENOSPC
+    (over the daemon's budget), ESTALE (the file changed while loaded),
+    ECONNREFUSED or ENOENT (no daemon), ...
+    """
+    fn = _cache_fn("cache_map")
+    if isinstance(path_or_fd, int) or hasattr(path_or_fd, "fileno"):
+        fd, own, name = _fileno(path_or_fd), False, path_or_fd
+        if not isinstance(name, int):
+            name = getattr(name, "name", None)
+    else:
+        name = os.fspath(path_or_fd)
+        fd, own = os.open(name, os.O_RDONLY | os.O_CLOEXEC), True
+    try:
+        addr = ctypes.c_void_p()
+        length = ctypes.c_size_t()
+        _check(fn(_socket_arg(socket), fd, ctypes.byref(addr),
+                  ctypes.byref(length)),
+               name if isinstance(name, (str, bytes)) else None)
+    finally:
+        if own:
+            os.close(fd)
+    return CachedFile(addr.value, length.value, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheStats:
+    """What :func:`cache_stats` returns (``struct morsel_cache_stats``):
+    ``entries`` cached files, ``bytes`` their memory (pages and tables,
+    with replaced versions still mapped), the daemon's ``budget``, and the
+    counts of ``hits``, ``loads``, ``evictions`` and refused requests
+    (``refusals``)."""
+    entries: int
+    bytes: int
+    budget: int
+    hits: int
+    loads: int
+    evictions: int
+    refusals: int
+
+
+def cache_stats(socket=None):
+    """The counters of the morsel-cached at *socket* (None: as for
+    :func:`cache_map`)."""
+    connect = _cache_fn("cache_connect")
+    stats = _cache_fn("cache_stats")
+    sock = _check(connect(_socket_arg(socket)))
+    try:
+        st = _lib.CacheStats()
+        _check(stats(sock, ctypes.byref(st)))
+    finally:
+        os.close(sock)
+    return CacheStats(**{f: getattr(st, f) for f, _ in st._fields_})
 
 
 def send_fd(sock, morsel):

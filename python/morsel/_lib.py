@@ -51,6 +51,19 @@ class MorselMapping(ctypes.Structure):
     ]
 
 
+class CacheStats(ctypes.Structure):
+    """struct morsel_cache_stats (lib/morsel.h)"""
+    _fields_ = [
+        ("entries", _u64),
+        ("bytes", _u64),
+        ("budget", _u64),
+        ("hits", _u64),
+        ("loads", _u64),
+        ("evictions", _u64),
+        ("refusals", _u64),
+    ]
+
+
 def _candidates():
     """(description, path) in the order the library is looked for."""
     env = os.environ.get("MORSEL_LIBRARY")
@@ -122,3 +135,14 @@ try:
     set_min_order = _declare("morsel_set_min_order", _int, _int, _uint)
 except AttributeError:
     set_min_order = None
+
+# The file-cache client (MORSEL_1.1): None with an older library.
+try:
+    cache_connect = _declare("morsel_cache_connect", _int, ctypes.c_char_p)
+    cache_map = _declare("morsel_cache_map", _int, ctypes.c_char_p, _int,
+                         ctypes.POINTER(_vp), ctypes.POINTER(ctypes.c_size_t))
+    cache_unmap = _declare("morsel_cache_unmap", _int, _vp, ctypes.c_size_t)
+    cache_stats = _declare("morsel_cache_stats", _int, _int,
+                           ctypes.POINTER(CacheStats))
+except AttributeError:
+    cache_connect = cache_map = cache_unmap = cache_stats = None
