@@ -15,7 +15,8 @@
  *            tables (counted once: they are shared).
  *
  * The daemon (cached/morsel-cached) is started here on a directory of the
- * test morselfs ($MORSEL_MNT) and stopped with SIGTERM at the end.
+ * test morselfs ($MORSEL_MNT), stopped with SIGTERM at the end, and the
+ * directory removed (bench/llama.py, next, needs the memory).
  *
  * usage: cache [--quick] [--only startup|ptmem]
  *
@@ -23,6 +24,7 @@
  * on another, so the parent reads /proc while the mappings exist; no sleeps.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -83,6 +85,21 @@ static void daemon_start(uint64_t budget)
 	if (read(p[0], &c, 1) != 1)
 		die("morsel-cached did not start", EIO);
 	close(p[0]);
+}
+
+/* Remove the cache directory and the morsels in it. */
+static int rm_cache_dir(void)
+{
+	struct dirent *e;
+	DIR *d = opendir(cache_dir);
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && unlinkat(dirfd(d), e->d_name, 0))
+			break;
+	closedir(d);
+	return rmdir(cache_dir);
 }
 
 static void daemon_stop(void)
@@ -381,5 +398,8 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "ptmem"))
 		bench_ptmem();
 	daemon_stop();
+	/* The cache stays after the daemon (a warm restart): empty it. */
+	if (rm_cache_dir())
+		die("emptying the cache directory", errno);
 	return 0;
 }
