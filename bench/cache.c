@@ -12,7 +12,9 @@
  *            whole file mapped and has read its first and last byte.
  *   ptmem    P processes (1, 8, 64) map the same file: page-table memory,
  *            the sum of their VmPTE plus, for the cache, the morsel's own
- *            tables (counted once: they are shared).
+ *            tables (counted once: they are shared).  Then where a cached
+ *            map's time goes (connect, GET, mount, unmap) beside open +
+ *            mmap(MAP_POPULATE), as cache-breakdown samples.
  *
  * The daemon (cached/morsel-cached) is started here on a directory of the
  * test morselfs ($MORSEL_MNT), stopped with SIGTERM at the end, and the
@@ -332,6 +334,68 @@ static uint64_t morsel_tables_kib(const char *path)
 	return n * 4;
 }
 
+/*
+ * Where the time of a cached map goes, in one process: connect, the GET
+ * round trip (the daemon's fstat, lookup and open, the fd passing), the
+ * mount, and the unmap with the closes; beside open + mmap(MAP_POPULATE)
+ * of the same file.  Microseconds per step, @iters times.
+ */
+static void breakdown(const char *path, uint64_t len, int iters)
+{
+	struct morsel_cache_info info;
+	int it, s, fd, mfd;
+	double t[5];
+	void *p;
+
+	for (it = 0; it < iters; it++) {
+		t[0] = now_ms();
+		s = morsel_cache_connect(sock_path);
+		t[1] = now_ms();
+		fd = open(path, O_RDONLY);
+		if (s < 0 || fd < 0)
+			die("connect/open", s < 0 ? -s : errno);
+		mfd = morsel_cache_get(s, fd, &info);
+		if (mfd < 0)
+			die("morsel_cache_get", -mfd);
+		t[2] = now_ms();
+		p = mmap(NULL, info.extent, PROT_READ, MAP_SHARED, mfd, 0);
+		if (p == MAP_FAILED)
+			die("mmap", errno);
+		t[3] = now_ms();
+		if (munmap(p, info.extent))
+			die("munmap", errno);
+		close(mfd);
+		close(fd);
+		close(s);
+		t[4] = now_ms();
+		emit("cache-breakdown", "cache", len, it, "connect_us",
+		     (t[1] - t[0]) * 1e3);
+		emit("cache-breakdown", "cache", len, it, "get_us",
+		     (t[2] - t[1]) * 1e3);
+		emit("cache-breakdown", "cache", len, it, "mmap_us",
+		     (t[3] - t[2]) * 1e3);
+		emit("cache-breakdown", "cache", len, it, "unmap_close_us",
+		     (t[4] - t[3]) * 1e3);
+		t[0] = now_ms();
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			die(path, errno);
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+			 0);
+		if (p == MAP_FAILED)
+			die("mmap", errno);
+		t[1] = now_ms();
+		if (munmap(p, len))
+			die("munmap", errno);
+		close(fd);
+		t[2] = now_ms();
+		emit("cache-breakdown", "pagecache-populate", len, it,
+		     "mmap_us", (t[1] - t[0]) * 1e3);
+		emit("cache-breakdown", "pagecache-populate", len, it,
+		     "unmap_close_us", (t[2] - t[1]) * 1e3);
+	}
+}
+
 static void bench_ptmem(void)
 {
 	uint64_t len = quick ? 64 * MiB : 6984ULL * MiB;	/* 6.82 GiB */
@@ -365,6 +429,7 @@ static void bench_ptmem(void)
 			close(ready[0]);
 		}
 	}
+	breakdown(path, len, quick ? 3 : 7);
 	unlink(path);
 }
 
