@@ -181,6 +181,11 @@ static void cap_start(void)
 {
 	fflush(stderr);
 	cap_fd = memfd_create("preload-debug", MFD_CLOEXEC);
+	/*
+	 * O_APPEND: threads write lines at once, and a memfd (a pseudo file)
+	 * has no f_pos lock, so without it two lines can land at one offset.
+	 */
+	fcntl(cap_fd, F_SETFL, O_APPEND);
 	cap_saved = dup(2);
 	dup2(cap_fd, 2);
 }
