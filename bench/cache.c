@@ -174,59 +174,66 @@ static int client_map(const char *path, enum how how, void **addr,
 }
 
 /*
- * Fork @n clients that map @path; each writes one byte to @ready once
- * mapped (or 'E' on error) and then waits until the parent closes
- * @hold_w, the write end of @hold (which each child closes at once).
+ * @n client processes that have mapped one file and hold it until
+ * crowd_end(): each writes a byte to the ready pipe once mapped ('E' if it
+ * could not) and then waits for the hold pipe's end of file.
  */
-static void clients(int n, const char *path, enum how how, pid_t *pids,
-		    int ready, int hold, int hold_w)
-{
-	int i;
+struct crowd {
+	pid_t pids[MAXP];
+	int n, ready, hold_w;
+};
 
+/* Fork them; returns once every one has mapped @path (dies if one fails). */
+static void crowd_start(struct crowd *c, int n, const char *path,
+			enum how how)
+{
+	int ready[2], hold[2], i;
+	char b;
+
+	if (pipe(ready) || pipe(hold))
+		die("pipe", errno);
 	for (i = 0; i < n; i++) {
-		pids[i] = fork();
-		if (pids[i] < 0)
+		c->pids[i] = fork();
+		if (c->pids[i] < 0)
 			die("fork", errno);
-		if (!pids[i]) {
+		if (!c->pids[i]) {
 			void *a;
 			size_t l;
-			char c;
 			int err;
 
-			close(hold_w);
+			close(hold[1]);
 			err = client_map(path, how, &a, &l);
-
-			c = err ? 'E' : 'k';
-			if (write(ready, &c, 1) != 1)
+			b = err ? 'E' : 'k';
+			if (write(ready[1], &b, 1) != 1)
 				_exit(2);
-			if (read(hold, &c, 1) < 0)
+			if (read(hold[0], &b, 1) < 0)
 				_exit(3);
 			_exit(err ? 1 : 0);
 		}
 	}
-}
-
-/* Wait for @n ready bytes; dies if a client failed. */
-static void wait_ready(int ready, int n)
-{
-	char c;
-
-	while (n--) {
-		if (read(ready, &c, 1) != 1)
+	close(ready[1]);
+	close(hold[0]);
+	c->n = n;
+	c->ready = ready[0];
+	c->hold_w = hold[1];
+	for (i = 0; i < n; i++) {
+		if (read(c->ready, &b, 1) != 1)
 			die("client vanished", EIO);
-		if (c != 'k')
+		if (b != 'k')
 			die("a client could not map the file", EIO);
 	}
 }
 
-static void reap(pid_t *pids, int n, int hold)
+/* Let them go and reap them. */
+static void crowd_end(struct crowd *c)
 {
 	int i, st;
 
-	close(hold);
-	for (i = 0; i < n; i++)
-		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) ||
-		    WEXITSTATUS(st))
+	close(c->hold_w);
+	close(c->ready);
+	for (i = 0; i < c->n; i++)
+		if (waitpid(c->pids[i], &st, 0) != c->pids[i] ||
+		    !WIFEXITED(st) || WEXITSTATUS(st))
 			die("client failed", EIO);
 }
 
@@ -249,13 +256,35 @@ static long vm_pte_kib(pid_t pid)
 	return v;
 }
 
-static uint64_t loads(void)
+static int connect_daemon(void)
 {
-	struct morsel_cache_stats st;
-	int s = morsel_cache_connect(sock_path), err;
+	int s = morsel_cache_connect(sock_path);
 
 	if (s < 0)
 		die("morsel_cache_connect", -s);
+	return s;
+}
+
+/* GET @path over @s: the morsel fd; *@fd is the file's, left open. */
+static int get_file(int s, const char *path, struct morsel_cache_info *info,
+		    int *fd)
+{
+	int mfd;
+
+	*fd = open(path, O_RDONLY);
+	if (*fd < 0)
+		die(path, errno);
+	mfd = morsel_cache_get(s, *fd, info);
+	if (mfd < 0)
+		die("morsel_cache_get", -mfd);
+	return mfd;
+}
+
+static uint64_t loads(void)
+{
+	struct morsel_cache_stats st;
+	int s = connect_daemon(), err;
+
 	err = morsel_cache_stats(s, &st);
 	if (err)
 		die("morsel_cache_stats", -err);
@@ -272,12 +301,11 @@ static void bench_startup(void)
 	const char *path = "/tmp/bench-cache-startup";
 	static const char *const names[] = { "cache-cold", "cache-warm",
 					      "pagecache-populate" };
-	pid_t pids[8];
+	struct crowd c;
 
 	make_file(path, len);
 	for (it = 0; it < iters; it++) {
 		for (v = 0; v < 3; v++) {
-			int ready[2], hold[2];
 			uint64_t before = loads();
 			double t0;
 
@@ -286,18 +314,12 @@ static void bench_startup(void)
 				if (utimensat(AT_FDCWD, path, NULL, 0))
 					die("utimensat", errno);
 			}
-			if (pipe(ready) || pipe(hold))
-				die("pipe", errno);
 			t0 = now_ms();
-			clients(n, path, v == 2 ? VIA_PAGECACHE : VIA_CACHE,
-				pids, ready[1], hold[0], hold[1]);
-			close(ready[1]);
-			close(hold[0]);
-			wait_ready(ready[0], n);
+			crowd_start(&c, n, path,
+				    v == 2 ? VIA_PAGECACHE : VIA_CACHE);
 			emit("cache-startup", names[v], len, it, "ms",
 			     now_ms() - t0);
-			reap(pids, n, hold[1]);
-			close(ready[0]);
+			crowd_end(&c);
 			/* Cold: exactly one load for 8 clients; warm: none. */
 			if (v < 2 && loads() - before != (v == 0 ? 1 : 0))
 				die("unexpected number of loads", EPROTO);
@@ -312,16 +334,10 @@ static uint64_t morsel_tables_kib(const char *path)
 {
 	struct morsel_cache_info info;
 	struct morsel_stat st;
-	int s, fd, mfd, err, i;
+	int s = connect_daemon(), fd, mfd, err, i;
 	uint64_t n = 0;
 
-	s = morsel_cache_connect(sock_path);
-	fd = open(path, O_RDONLY);
-	if (s < 0 || fd < 0)
-		die("connect/open", s < 0 ? -s : errno);
-	mfd = morsel_cache_get(s, fd, &info);
-	if (mfd < 0)
-		die("morsel_cache_get", -mfd);
+	mfd = get_file(s, path, &info, &fd);
 	memset(&st, 0, sizeof(st));
 	err = morsel_stat(mfd, &st);
 	if (err)
@@ -349,14 +365,9 @@ static void breakdown(const char *path, uint64_t len, int iters)
 
 	for (it = 0; it < iters; it++) {
 		t[0] = now_ms();
-		s = morsel_cache_connect(sock_path);
+		s = connect_daemon();
 		t[1] = now_ms();
-		fd = open(path, O_RDONLY);
-		if (s < 0 || fd < 0)
-			die("connect/open", s < 0 ? -s : errno);
-		mfd = morsel_cache_get(s, fd, &info);
-		if (mfd < 0)
-			die("morsel_cache_get", -mfd);
+		mfd = get_file(s, path, &info, &fd);
 		t[2] = now_ms();
 		p = mmap(NULL, info.extent, PROT_READ, MAP_SHARED, mfd, 0);
 		if (p == MAP_FAILED)
@@ -401,7 +412,7 @@ static void bench_ptmem(void)
 	uint64_t len = quick ? 64 * MiB : 6984ULL * MiB;	/* 6.82 GiB */
 	static const int ps[] = { 1, 8, 64 };
 	const char *path = "/tmp/bench-cache-ptmem";
-	pid_t pids[MAXP];
+	struct crowd c;
 	int i, v, k;
 
 	make_file(path, len);
@@ -409,24 +420,17 @@ static void bench_ptmem(void)
 		int n = ps[k];
 
 		for (v = 0; v < 2; v++) {
-			int ready[2], hold[2];
 			uint64_t kib = 0;
 
-			if (pipe(ready) || pipe(hold))
-				die("pipe", errno);
-			clients(n, path, v ? VIA_PAGECACHE : VIA_CACHE, pids,
-				ready[1], hold[0], hold[1]);
-			close(ready[1]);
-			close(hold[0]);
-			wait_ready(ready[0], n);
+			crowd_start(&c, n, path,
+				    v ? VIA_PAGECACHE : VIA_CACHE);
 			for (i = 0; i < n; i++)
-				kib += vm_pte_kib(pids[i]);
+				kib += vm_pte_kib(c.pids[i]);
 			if (!v)
 				kib += morsel_tables_kib(path);
 			emit("cache-ptmem", v ? "pagecache-populate" : "cache",
 			     n, 0, "pt_kib", (double)kib);
-			reap(pids, n, hold[1]);
-			close(ready[0]);
+			crowd_end(&c);
 		}
 	}
 	breakdown(path, len, quick ? 3 : 7);

@@ -84,32 +84,6 @@ static void usage(int status)
 	exit(status);
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	int shift = 0;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-' || *s == '+')
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (shift && *end == 'i')
-		end++;
-	if (shift && *end == 'B')
-		end++;
-	if (*end || !v || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 /* The cache directory: created 0700 if absent, on morselfs, ours. */
 static int open_dir(const char *path, uint64_t *size)
 {
@@ -415,7 +389,8 @@ int main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 'b':
-			if (parse_size(optarg, &budget)) {
+			if (morsel_cache_parse_size(optarg, &budget) ||
+			    !budget) {
 				fprintf(stderr, "morsel-cached: bad --budget %s\n",
 					optarg);
 				usage(2);

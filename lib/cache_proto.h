@@ -50,4 +50,11 @@ struct morsel_cache_reply {
 _Static_assert(sizeof(struct morsel_cache_req) == 32, "request size");
 _Static_assert(sizeof(struct morsel_cache_reply) == 128, "reply size");
 
+/*
+ * Not wire format, but shared by the daemon and the shim like it: their size
+ * options ("64M", "1G", ...).  0, or -1 for anything else or an overflow.
+ * In lib/cache.c; libmorsel.so does not export it (libmorsel.map).
+ */
+int morsel_cache_parse_size(const char *s, uint64_t *out);
+
 #endif /* MORSEL_CACHE_PROTO_H */

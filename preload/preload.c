@@ -40,6 +40,7 @@
 
 #include "morsel.h"
 #include "preload.h"
+#include "cache_proto.h"
 
 /* Flags that change nothing for a read-only mapping of a populated morsel. */
 #define HARMLESS_FLAGS (MAP_POPULATE | MAP_NORESERVE | MAP_NONBLOCK | \
@@ -79,31 +80,6 @@ void shim_say(const char *fmt, ...)
 	errno = err;
 }
 
-/* "64M" and the like: 0, or -1 for anything else. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (*end || (shift && v > (~0ULL >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&conn_lock);
@@ -125,7 +101,7 @@ __attribute__((constructor)) static void shim_init(void)
 	s = getenv("MORSEL_PRELOAD_DISABLE");
 	enabled = !(s && *s && strcmp(s, "0"));
 	s = getenv("MORSEL_PRELOAD_MIN_SIZE");
-	if (s && parse_size(s, &threshold))
+	if (s && morsel_cache_parse_size(s, &threshold))
 		shim_say("MORSEL_PRELOAD_MIN_SIZE=%s is not a size; using %llu",
 			 s, (unsigned long long)threshold);
 	s = getenv("MORSEL_CACHED_SOCKET");

@@ -390,7 +390,71 @@ def _buffer_type(length):
     return t
 
 
-class Mapping:
+class _Mapped:
+    """What :class:`Mapping` and :class:`CachedFile` share: the views that
+    keep the mapping alive, and a close that is refused while one is.
+    Subclasses set ``_what`` (for messages), ``address``, ``_buftype`` and
+    ``_views = []``, ``_closed = False``, and define ``_unmap()``."""
+
+    @property
+    def closed(self):
+        """True once the mapping is gone."""
+        return self._closed
+
+    def _exports(self):
+        self._views = [r for r in self._views if r() is not None]
+        return len(self._views)
+
+    def _check_open(self):
+        if self._closed:
+            raise ValueError("operation on an unmapped " + self._what)
+
+    def _view(self, offset, length):
+        """A memoryview of [offset, offset + length) that keeps us alive."""
+        buf = self._buftype.from_address(self.address)
+        buf.mapping = self          # every view keeps the mapping alive
+        self._views.append(weakref.ref(buf))
+        return memoryview(buf).cast("B")[offset:offset + length]
+
+    def close(self):
+        """Unmap.  Calling it again does nothing.
+
+        Raises BufferError while a view made by :meth:`memoryview` (or
+        :meth:`numpy`) is alive, also a slice or array derived from it.
+        """
+        if self._closed:
+            return
+        n = self._exports()
+        if n:
+            raise BufferError("cannot unmap the %s at %#x: %d view(s) of it "
+                              "are alive" % (self._what, self.address, n))
+        self._unmap()
+        self._closed = True
+
+    def __enter__(self):
+        self._check_open()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except BufferError:
+            # Leaving on an exception, whose traceback may hold the views:
+            # the mapping goes with its last view (see __del__).
+            if exc_type is None:
+                raise
+
+    def __del__(self):
+        # Views keep the mapping alive, so normally none is left here; in a
+        # garbage cycle with one, leave the memory mapped rather than risk it.
+        try:
+            if not self._closed and not self._exports():
+                self.close()
+        except Exception:
+            pass
+
+
+class Mapping(_Mapped):
     """A mapping of a morsel into this process (made by :meth:`Morsel.map`);
     it owns the mapping.
 
@@ -422,14 +486,7 @@ class Mapping:
         self._buftype = _buffer_type(length)
         self._closed = False
 
-    @property
-    def closed(self):
-        """True once the mapping is gone."""
-        return self._closed
-
-    def _exports(self):
-        self._views = [r for r in self._views if r() is not None]
-        return len(self._views)
+    _what = "morsel mapping"
 
     def _view_size(self):
         m = self.morsel
@@ -450,8 +507,7 @@ class Mapping:
         since).  Read-only unless mapped with :data:`WRITE`.  ValueError if
         the range passes :attr:`length`.
         """
-        if self._closed:
-            raise ValueError("operation on an unmapped morsel mapping")
+        self._check_open()
         offset = _u64("offset", offset)
         if length is None:
             length = max(self._view_size() - offset, 0)
@@ -459,10 +515,7 @@ class Mapping:
         if offset + length > self.length:
             raise ValueError("offset %d + length %d pass the mapping (%d "
                              "bytes)" % (offset, length, self.length))
-        buf = self._buftype.from_address(self.address)
-        buf.mapping = self          # every view keeps the mapping alive
-        self._views.append(weakref.ref(buf))
-        mv = memoryview(buf).cast("B")[offset:offset + length]
+        mv = self._view(offset, length)
         if not self.prot & WRITE:
             mv = mv.toreadonly()
         return mv
@@ -496,43 +549,8 @@ class Mapping:
         mv = self.memoryview(offset, count * dtype.itemsize)
         return numpy.frombuffer(mv, dtype=dtype, count=count).reshape(shape)
 
-    def close(self):
-        """Unmap.  Calling it again does nothing.
-
-        Raises BufferError while a view made by :meth:`memoryview` or
-        :meth:`numpy` is alive (also a slice or array derived from it).
-        """
-        if self._closed:
-            return
-        n = self._exports()
-        if n:
-            raise BufferError("cannot unmap the morsel mapping at %#x: %d "
-                              "view(s) of it are alive" % (self.address, n))
+    def _unmap(self):
         _check(_lib.unmap(self.address, self.length), self.morsel.path)
-        self._closed = True
-
-    def __enter__(self):
-        if self._closed:
-            raise ValueError("operation on an unmapped morsel mapping")
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            self.close()
-        except BufferError:
-            # Leaving on an exception, whose traceback may hold the views:
-            # the mapping goes with its last view (see __del__).
-            if exc_type is None:
-                raise
-
-    def __del__(self):
-        # Views keep the mapping alive, so normally none is left here; in a
-        # garbage cycle with one, leave the memory mapped rather than risk it.
-        try:
-            if not self._closed and not self._exports():
-                self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         state = "unmapped" if self._closed else "mapped"
@@ -556,7 +574,7 @@ def _socket_arg(socket):
     return None if socket is None else os.fsencode(socket)
 
 
-class CachedFile:
+class CachedFile(_Mapped):
     """A file served by morsel-cached, mapped read-only (made by
     :func:`cache_map`); it owns the mapping.
 
@@ -581,21 +599,13 @@ class CachedFile:
         self._views = []
         self._closed = False
 
-    @property
-    def closed(self):
-        """True once the mapping is gone."""
-        return self._closed
-
-    def _exports(self):
-        self._views = [r for r in self._views if r() is not None]
-        return len(self._views)
+    _what = "cached file"
 
     def memoryview(self, offset=0, length=None):
         """A read-only memoryview (format ``'B'``) of the file's bytes from
         *offset*, *length* of them (None: to the end of the file).
         ValueError if the range passes the file."""
-        if self._closed:
-            raise ValueError("operation on an unmapped cached file")
+        self._check_open()
         offset = _u64("offset", offset)
         if length is None:
             length = max(self.length - offset, 0)
@@ -603,44 +613,13 @@ class CachedFile:
         if offset + length > self.length:
             raise ValueError("offset %d + length %d pass the file (%d bytes)"
                              % (offset, length, self.length))
-        buf = self._buftype.from_address(self.address)
-        buf.mapping = self          # every view keeps the mapping alive
-        self._views.append(weakref.ref(buf))
-        return memoryview(buf).cast("B")[offset:offset + length].toreadonly()
+        return self._view(offset, length).toreadonly()
 
     def __len__(self):
         return self.length
 
-    def close(self):
-        """Unmap.  Calling it again does nothing.  Raises BufferError while
-        a view made by :meth:`memoryview` is alive."""
-        if self._closed:
-            return
-        n = self._exports()
-        if n:
-            raise BufferError("cannot unmap the cached file at %#x: %d "
-                              "view(s) of it are alive" % (self.address, n))
+    def _unmap(self):
         _check(_cache_fn("cache_unmap")(self.address, self.length))
-        self._closed = True
-
-    def __enter__(self):
-        if self._closed:
-            raise ValueError("operation on an unmapped cached file")
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            self.close()
-        except BufferError:
-            if exc_type is None:
-                raise
-
-    def __del__(self):
-        try:
-            if not self._closed and not self._exports():
-                self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         state = "unmapped" if self._closed else "mapped"
