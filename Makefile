@@ -20,7 +20,7 @@ BINS    += tests/preload_test
 # The LD_PRELOAD shim (preload/): libmorsel's code built into it, hidden,
 # so it needs no libmorsel.so; it exports only the functions it interposes.
 PRELOAD := preload/libmorsel-preload.so
-PRELOAD_SRCS := preload/preload.c preload/table.c lib/morsel.c lib/cache.c
+PRELOAD_SRCS := preload/preload.c preload/table.c lib/morsel.c lib/cache.c lib/parse_size.c
 # New tests use the kernel's kselftest harness, from the built kernel tree.
 KSFT     = $(shell scripts/kernel-build)/tools/testing/selftests
 
@@ -81,8 +81,8 @@ lib/libmorsel.so: lib/libmorsel.so.$(SOMAJOR)
 	ln -sf $(notdir $<) $@
 
 # The file-cache daemon (issue 10).
-cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/cached.h lib/cache_proto.h $(LIB)
-	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c $(LIB) $(LDLIBS)
+cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/cached.h lib/parse_size.c lib/cache_proto.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c lib/parse_size.c $(LIB) $(LDLIBS)
 
 tools/morsel: tools/morsel.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)

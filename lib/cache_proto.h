@@ -53,7 +53,7 @@ _Static_assert(sizeof(struct morsel_cache_reply) == 128, "reply size");
 /*
  * Not wire format, but shared by the daemon and the shim like it: their size
  * options ("64M", "1G", ...).  0, or -1 for anything else or an overflow.
- * In lib/cache.c; libmorsel.so does not export it (libmorsel.map).
+ * In lib/parse_size.c, built into the daemon and the shim, not libmorsel.
  */
 int morsel_cache_parse_size(const char *s, uint64_t *out);
 
