@@ -12,7 +12,7 @@ SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
-BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache
+BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -132,6 +132,9 @@ bench/bench: bench/bench.c bench/common.h $(LIB)
 
 bench/cache: bench/cache.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+bench/pipeline: bench/pipeline.c bench/common.h lib/parse_size.c $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< lib/parse_size.c $(LIB) $(LDLIBS)
 
 test: build
 	@tests/run-all
