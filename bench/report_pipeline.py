@@ -147,6 +147,7 @@ def plot_rtt(runs, out):
     for ax, name, p in ((axs[0], "memfd", a), (axs[1], "morsel", b)):
         x = [p[i]["len"] / MiB for i in ids]
         for metric, label, color in (("rtt_ms", "round-trip time", "tab:blue"),
+                                     ("cpu_ms", "CPU time (4 steps, user + kernel)", "tab:green"),
                                      ("user_ms", "user time (4 steps)", "tab:orange")):
             y = [p[i][metric] for i in ids]
             ax.scatter(x, y, s=6, alpha=0.35, color=color, label=label)
