@@ -77,20 +77,6 @@ static char *map_fd(int fd, uint64_t len, int prot, int flags)
 	return p;
 }
 
-static long counter(const char *name)
-{
-	char p[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/sys/fs/morselfs/%s", name);
-	f = fopen(p, "r");
-	if (!f || fscanf(f, "%ld", &v) != 1)
-		die(p, EIO);
-	fclose(f);
-	return v;
-}
-
 /* ---- 1. population speed (thesis 5.2) ---- */
 
 struct toucher { char *p; uint64_t len; int fd; uint64_t off; int populate; };
@@ -503,7 +489,7 @@ static void bench_create(void)
 		uint64_t size = morsel_order_extent(order);
 
 		for (it = 0; it < iters; it++) {
-			long t0c = counter("tables"), p0c = counter("pages");
+			long t0c = morselfs_counter("tables"), p0c = morselfs_counter("pages");
 			double t0, t1, t2, t3;
 			int fd;
 
@@ -514,7 +500,7 @@ static void bench_create(void)
 				die("morsel_create", -fd);
 			t1 = now_ms();
 			emit("create", "morsel", order, it, "pages_after_create",
-			     (double)(counter("tables") - t0c + counter("pages") - p0c));
+			     (double)(morselfs_counter("tables") - t0c + morselfs_counter("pages") - p0c));
 			t2 = now_ms();
 			close(fd);
 			unlink(mpath("create"));

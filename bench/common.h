@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Helpers shared by bench/demo.c and bench/bench.c. */
+/* Helpers shared by the benchmark programs in bench/. */
 #ifndef MORSEL_BENCH_COMMON_H
 #define MORSEL_BENCH_COMMON_H
 
@@ -23,6 +23,21 @@ static inline void die(const char *what, int err)
 	fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
 		strerror(err));
 	exit(1);
+}
+
+/* A morselfs counter (/sys/fs/morselfs/@name: pages, tables, morsels, mounts). */
+static inline long morselfs_counter(const char *name)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/fs/morselfs/%s", name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%ld", &v) != 1)
+		die(path, EIO);
+	fclose(f);
+	return v;
 }
 
 #endif

@@ -469,20 +469,6 @@ static void provide(int to2, int from4, int *pool_size)
 
 /* ---- one run of one type ---- */
 
-static long counter(const char *name)
-{
-	char path[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/fs/morselfs/%s", name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%ld", &v) != 1)
-		die(path, EIO);
-	fclose(f);
-	return v;
-}
-
 static void emit(uint64_t len, int id, const char *metric, double v)
 {
 	printf("csv,pipeline,%s%s,%llu,%d,%s,%.6f\n", type_name[type],
@@ -501,7 +487,7 @@ static void run(struct summary *sum)
 
 	if (type == MORSEL)
 		for (i = 0; i < 3; i++)
-			before[i] = counter(ctr[i]);
+			before[i] = morselfs_counter(ctr[i]);
 	/* sv[k-1]: step k (end 0) to step k+1 (end 1); step 4 to step 1. */
 	for (k = 0; k < NSTEPS; k++)
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
@@ -598,7 +584,7 @@ static void run(struct summary *sum)
 	       sum->wait, sum->rtt - sum->cpu - sum->wait);
 	if (type == MORSEL) {
 		for (i = 0; i < 3; i++) {
-			long after = counter(ctr[i]);
+			long after = morselfs_counter(ctr[i]);
 
 			if (after != before[i]) {
 				fprintf(stderr, "pipeline: morselfs %s: %ld before the run, %ld after\n",

@@ -75,7 +75,7 @@ def section(data, rows, need, out):
         runs[mode] = (a, b, ids)
         big_at = max(a[i]["len"] for i in ids) // 2
         big_at = 128 * MiB if big_at >= 128 * MiB else big_at
-        mx = max(a[i]["len"] for i in ids)
+        mx = -(-max(a[i]["len"] for i in ids) // MiB) * MiB  # whole MiB up
         label = (f"{len(ids)} packets of up to {mx / MiB:.0f} MiB"
                  + (", one in flight" if mode else ", pipelined"))
         for name, sel in (("all packets", ids),
@@ -164,54 +164,51 @@ def plot_rtt(runs, out):
     plt.close(fig)
 
 
+def stacked(ax, bars, xlabel, title):
+    """bars: [(label, [(width, part label, color)], text)], top to bottom."""
+    seen = set()
+    for y, (label, parts, text) in enumerate(bars):
+        left = 0
+        for w, part, color in parts:
+            ax.barh(y, w, left=left, color=color, label=None if part in seen else part)
+            seen.add(part)
+            left += w
+        if text:
+            ax.text(left, y, text, va="center", fontsize=8)
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars])
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+
+
 def plot_profile(runs, prof, out):
     import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 2, figsize=(14, 4.8))
-    ax = axs[0]
     if prof:
         base = sum(v for (var, _, _), v in prof.items() if var == "memfd") or 1
-        ylabels, y = [], 0
-        for var in ("memfd", "morsel"):
-            for k in (2, 3, 4, 1):
-                left = 0
-                for cat, color in zip(CATEGORIES, COLORS):
-                    w = 100 * prof.get((var, k, cat), 0) / base
-                    ax.barh(y, w, left=left, color=color,
-                            label=cat if (var, k) == ("memfd", 2) else None)
-                    left += w
-                ylabels.append(f"{var}: {STEPS[k]}")
-                y += 1
-        ax.set_yticks(range(len(ylabels)), ylabels)
-        ax.invert_yaxis()
-        ax.set_xlabel("% of the memfd run's samples in the four steps")
-        ax.set_title("perf (cpu-clock, -a): runtime share per step")
-        ax.legend(fontsize=8, loc="lower right")
+        stacked(axs[0], [(f"{var}: {STEPS[k]}",
+                          [(100 * prof.get((var, k, cat), 0) / base, cat, color)
+                           for cat, color in zip(CATEGORIES, COLORS)], "")
+                         for var in ("memfd", "morsel") for k in (2, 3, 4, 1)],
+                "% of the memfd run's samples in the four steps",
+                "perf (cpu-clock, -a): runtime share per step")
     else:
-        ax.set_title("perf: no samples")
-    ax = axs[1]
+        axs[0].set_title("perf: no samples")
     if "" in runs:
         a, b, ids = runs[""]
         parts = (("map_ms", "mmap", "tab:purple"), ("work_ms", "work loop (user + faults)", "tab:green"),
                  ("unmap_ms", "munmap", "tab:orange"), ("pass_ms", "fd passing", "tab:blue"),
                  ("wait_ms", "waiting for next step", "lightgray"))
-        ylabels, y = [], 0
-        for name, p in (("memfd", a), ("morsel", b)):
-            for k in (2, 3, 4):
-                left = 0
-                for metric, label, color in parts:
-                    w = mean([p[i].get(f"s{k}_{metric}", 0) for i in ids])
-                    ax.barh(y, w, left=left, color=color,
-                            label=label if (name, k) == ("memfd", 2) else None)
-                    left += w
-                flt = mean([p[i].get(f"s{k}_faults", 0) for i in ids])
-                ax.text(left, y, f" {flt:.0f} faults", va="center", fontsize=8)
-                ylabels.append(f"{name}: {STEPS[k]}")
-                y += 1
-        ax.set_yticks(range(len(ylabels)), ylabels)
-        ax.invert_yaxis()
-        ax.set_xlabel("ms per packet (thread CPU time; waiting: wall time)")
-        ax.set_title("the benchmark's counters, means per packet")
-        ax.legend(fontsize=8, loc="lower right")
+
+        def m(p, k, metric):
+            return mean([p[i].get(f"s{k}_{metric}", 0) for i in ids])
+        stacked(axs[1], [(f"{name}: {STEPS[k]}",
+                          [(m(p, k, metric), label, color) for metric, label, color in parts],
+                          f" {m(p, k, 'faults'):.0f} faults")
+                         for name, p in (("memfd", a), ("morsel", b)) for k in (2, 3, 4)],
+                "ms per packet (thread CPU time; waiting: wall time)",
+                "the benchmark's counters, means per packet")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "pipeline_profile.png"), dpi=110)
     plt.close(fig)
