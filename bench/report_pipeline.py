@@ -73,9 +73,8 @@ def section(data, rows, need, out):
         if not ids:
             continue
         runs[mode] = (a, b, ids)
-        big_at = max(a[i]["len"] for i in ids) // 2
-        big_at = 128 * MiB if big_at >= 128 * MiB else big_at
         mx = -(-max(a[i]["len"] for i in ids) // MiB) * MiB  # whole MiB up
+        big_at = mx // 2  # as bench/pipeline's summary: above half the largest
         label = (f"{len(ids)} packets of up to {mx / MiB:.0f} MiB"
                  + (", one in flight" if mode else ", pipelined"))
         for name, sel in (("all packets", ids),
