@@ -39,13 +39,6 @@ static int quick;
 static const char *mnt;
 
 
-static void emit(const char *bench, const char *variant, uint64_t param,
-		 int iter, const char *metric, double value)
-{
-	printf("csv,%s,%s,%llu,%d,%s,%.6f\n", bench, variant,
-	       (unsigned long long)param, iter, metric, value);
-}
-
 static char *mpath(const char *name)
 {
 	static char buf[4][256];

@@ -54,13 +54,6 @@ static char sock_path[] = "/tmp/bench-cached.sock";
 static char cache_dir[256];
 static pid_t daemon_pid;
 
-static void emit(const char *bench, const char *variant, uint64_t param,
-		 int iter, const char *metric, double value)
-{
-	printf("csv,%s,%s,%llu,%d,%s,%.6f\n", bench, variant,
-	       (unsigned long long)param, iter, metric, value);
-}
-
 /* Start the daemon and wait until it listens (its --ready-fd byte). */
 static void daemon_start(uint64_t budget)
 {

@@ -25,6 +25,18 @@ static inline void die(const char *what, int err)
 	exit(1);
 }
 
+/*
+ * One raw sample for bench/report:
+ * csv,<bench>,<variant>,<param>,<iteration>,<metric>,<value>
+ */
+static inline void emit(const char *bench, const char *variant,
+			unsigned long long param, int iter, const char *metric,
+			double value)
+{
+	printf("csv,%s,%s,%llu,%d,%s,%.6f\n", bench, variant, param, iter,
+	       metric, value);
+}
+
 /* A morselfs counter (/sys/fs/morselfs/@name: pages, tables, morsels, mounts). */
 static inline long morselfs_counter(const char *name)
 {

@@ -469,12 +469,6 @@ static void provide(int to2, int from4, int *pool_size)
 
 /* ---- one run of one type ---- */
 
-static void emit(uint64_t len, int id, const char *metric, double v)
-{
-	printf("csv,pipeline,%s%s,%llu,%d,%s,%.6f\n", type_name[type],
-	       serial ? "-serial" : "", (unsigned long long)len, id, metric, v);
-}
-
 struct summary { double rtt, user, cpu, wait, rtt_big; int big; };
 
 static void run(struct summary *sum)
@@ -484,6 +478,7 @@ static void run(struct summary *sum)
 	long before[3] = { 0 };
 	pid_t pid[NSTEPS + 1];
 	double t0 = now_ms();
+	char variant[16];
 
 	if (type == MORSEL)
 		for (i = 0; i < 3; i++)
@@ -528,6 +523,8 @@ static void run(struct summary *sum)
 	if (failed)
 		exit(1);
 
+	snprintf(variant, sizeof(variant), "%s%s", type_name[type],
+		 serial ? "-serial" : "");
 	memset(sum, 0, sizeof(*sum));
 	for (i = 0; i < packets; i++) {
 		struct packet *pk = &results[i];
@@ -544,7 +541,7 @@ static void run(struct summary *sum)
 			wait += st->wait;
 #define EMIT(what, v) do {						\
 	snprintf(m, sizeof(m), "s%d_%s", k, what);			\
-	emit(pk->len, i, m, v);						\
+	emit("pipeline", variant, pk->len, i, m, v);			\
 } while (0)
 			EMIT("user_ms", st->user);
 			EMIT("cpu_ms", st->cpu);
@@ -558,10 +555,10 @@ static void run(struct summary *sum)
 			}
 #undef EMIT
 		}
-		emit(pk->len, i, "rtt_ms", pk->rtt);
-		emit(pk->len, i, "user_ms", user);
-		emit(pk->len, i, "cpu_ms", cpu);
-		emit(pk->len, i, "wait_ms", wait);
+		emit("pipeline", variant, pk->len, i, "rtt_ms", pk->rtt);
+		emit("pipeline", variant, pk->len, i, "user_ms", user);
+		emit("pipeline", variant, pk->len, i, "cpu_ms", cpu);
+		emit("pipeline", variant, pk->len, i, "wait_ms", wait);
 		sum->rtt += pk->rtt / packets;
 		sum->user += user / packets;
 		sum->cpu += cpu / packets;
