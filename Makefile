@@ -84,8 +84,13 @@ lib/libmorsel.so: lib/libmorsel.so.$(SOMAJOR)
 cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/cached.h lib/parse_size.c lib/cache_proto.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c lib/parse_size.c $(LIB) $(LDLIBS)
 
-tools/morsel: tools/morsel.c $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+# The persistent format's checker (module/pm_check.c) is built into user
+# space unchanged, with tools/pm.c as its environment.
+PM_SRCS := tools/pm.c module/pm_check.c
+PM_DEPS := $(PM_SRCS) tools/pm.h module/pm_check.h module/pm_env.h module/pm_format.h
+
+tools/morsel: tools/morsel.c $(PM_DEPS) $(LIB)
+	$(CC) $(CFLAGS) -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
 
 tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "morsel.h"
+#include "pm.h"
 
 static void usage(void)
 {
@@ -23,7 +24,13 @@ static void usage(void)
 		"       morsel evict PATH OFFSET LEN     free the pages of a range (reads as zeros)\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel cache-stats [SOCKET]      the counters of morsel-cached (default\n"
-		"                                        $MORSEL_CACHED_SOCKET, else %s)\n",
+		"                                        $MORSEL_CACHED_SOCKET, else %s)\n"
+		"       morsel mkfs [-f] DEV             format DEV (a pmem device or an image file)\n"
+		"                                        for mount -t morselfs -o pmem=DEV; -f: even\n"
+		"                                        if it holds a morselfs already\n"
+		"       morsel fsck [-n|-y] [-v] DEV     check DEV offline (exit codes as fsck(8));\n"
+		"                                        -y: finish what a crash interrupted and free\n"
+		"                                        leaked pages; -n: only check (default)\n",
 		MORSEL_CACHED_SOCKET);
 	exit(2);
 }
@@ -235,9 +242,75 @@ static int cmd_create(const char *path, const char *size_s,
 	return err ? 1 : 0;
 }
 
+static int cmd_mkfs(int argc, char **argv)
+{
+	bool force = argc == 4 && !strcmp(argv[2], "-f");
+	const char *dev = argv[argc - 1];
+	struct mpm_fs fs;
+	int err;
+
+	if (argc != 3 && !force)
+		usage();
+	err = pm_open(dev, true, &fs);
+	if (err) {
+		fprintf(stderr, "morsel mkfs: %s: %s\n", dev, strerror(-err));
+		return 1;
+	}
+	if (mpm_super(&fs)->magic == MPM_MAGIC && !force) {
+		fprintf(stderr, "morsel mkfs: %s holds a morselfs already (-f formats it anyway)\n", dev);
+		pm_close(&fs);
+		return 1;
+	}
+	pm_mkfs(&fs, 01777, 0, 0);
+	printf("%s: morselfs, %llu pages of 4 KiB\n", dev, (unsigned long long)fs.nr_pages);
+	err = pm_close(&fs);
+	if (err) {
+		fprintf(stderr, "morsel mkfs: %s: %s\n", dev, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_fsck(int argc, char **argv)
+{
+	bool repair = false;
+	struct mpm_fs fs;
+	int i, err, status;
+
+	for (i = 2; i < argc - 1; i++) {
+		if (!strcmp(argv[i], "-y"))
+			repair = true;
+		else if (!strcmp(argv[i], "-v"))
+			pm_env.verbose = true;
+		else if (strcmp(argv[i], "-n"))
+			return PM_FSCK_USAGE;
+	}
+	if (argc < 3 || argv[argc - 1][0] == '-')
+		return PM_FSCK_USAGE;
+	err = pm_open(argv[argc - 1], repair, &fs);
+	if (err) {
+		fprintf(stderr, "morsel fsck: %s: %s\n", argv[argc - 1], strerror(-err));
+		return PM_FSCK_OPERATIONAL;
+	}
+	pm_env.out = stdout;
+	fs.repair = repair;
+	err = mpm_walk(&fs);
+	status = pm_fsck_status(&fs, err);
+	if (!err)
+		pm_print_stats(stdout, argv[argc - 1], &fs);
+	if (pm_close(&fs) && repair)
+		status |= PM_FSCK_OPERATIONAL;
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	int i, ret = 0;
+
+	if (argc >= 2 && !strcmp(argv[1], "fsck"))
+		return cmd_fsck(argc, argv);
+	if (argc >= 3 && !strcmp(argv[1], "mkfs"))
+		return cmd_mkfs(argc, argv);
 
 	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "cache-stats"))
 		return cmd_cache_stats(argc == 3 ? argv[2] : NULL);

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Checking and recovering a persistent morselfs (pm_check.c): the one
+ * walk that a mount runs to rebuild its allocator and finish what a crash
+ * interrupted, and that `morsel fsck` runs offline.  Built into the module
+ * and, unchanged, into user space (tools/, tests/); the environment
+ * supplies mpm_store(), mpm_report() and the few helpers of pm_env.h.
+ */
+#ifndef MORSEL_PM_CHECK_H
+#define MORSEL_PM_CHECK_H
+
+#include "pm_env.h"
+#include "pm_format.h"
+
+/* What the walk found; pages are 4 KiB device pages. */
+struct mpm_stats {
+	__u64 inodes;		/* allocated inodes */
+	__u64 dirs;		/* directories reachable from the root */
+	__u64 names;		/* live directory entries */
+	__u64 itable_pages;	/* inode table: tables and record pages */
+	__u64 table_pages;	/* the morsels' tables */
+	__u64 data_pages;	/* the morsels' data pages (directories too) */
+	__u64 used_pages;	/* all reachable pages, the super block too */
+	/* States a crash leaves, which recovery finishes (leaks until then). */
+	__u64 renames;		/* unfinished renames */
+	__u64 punches;		/* unfinished punches */
+	__u64 orphans;		/* allocated inodes no name reaches */
+	__u64 leaked_pages;	/* pages held by orphans, punches, beyond EOF */
+	__u64 relocated;	/* entries rewritten for a new base */
+	/* Violated invariants: a recovery does not repair these. */
+	__u64 errors;
+	/* Stores recovery made. */
+	__u64 stores;
+};
+
+/**
+ * struct mpm_fs - one device being checked or recovered
+ * @dev:      the device, mapped (page 0 is the super block).
+ * @nr_pages: pages of @dev.
+ * @phys:     physical address of @dev now; a recovery relocates the
+ *            entries there if the super block says otherwise.  0: the
+ *            super block's base (user space cannot know better).
+ * @repair:   recover (finish renames and punches, reclaim orphans and
+ *            pages past EOF, relocate); otherwise only count them.
+ * @used:     out: one bit per page (BITS_PER_U64 per word), set for every
+ *            page reachable after the walk; freed by mpm_fs_release().
+ * @max_ino:  out: the highest allocated inode number.
+ * @st:       out: see struct mpm_stats.
+ * @priv:     for the environment's mpm_store() and mpm_report().
+ */
+struct mpm_fs {
+	__u8 *dev;
+	__u64 nr_pages;
+	__u64 phys;
+	bool repair;
+	__u64 *used;
+	__u64 max_ino;
+	struct mpm_stats st;
+	void *priv;
+	/* private to pm_check.c */
+	__u64 base;
+	__u64 walk_idx;
+	__u32 *links;
+	struct mpm_vec { __u64 *v, n, cap; } dead_vec;
+};
+
+enum mpm_kind { MPM_ERROR, MPM_RECOVER, MPM_INFO };
+
+/* Supplied by the environment. */
+void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val);
+void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Walk the whole file system.  Returns 0 when the walk could be made
+ * (st.errors counts violated invariants), -EINVAL when the super block is
+ * not a morselfs's or does not fit the device, -ENOMEM.
+ */
+int mpm_walk(struct mpm_fs *fs);
+void mpm_fs_release(struct mpm_fs *fs);
+
+/* Helpers for the environment (and the module's mount). */
+struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino);
+void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff);
+
+static inline struct mpm_super *mpm_super(struct mpm_fs *fs)
+{
+	return (struct mpm_super *)fs->dev;
+}
+
+static inline bool mpm_used(struct mpm_fs *fs, __u64 page)
+{
+	return fs->used[page / 64] >> (page % 64) & 1;
+}
+
+#endif /* MORSEL_PM_CHECK_H */

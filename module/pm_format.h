@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * The on-device format of a persistent morselfs (mount -o pmem=DEV), shared
+ * by the module, `morsel mkfs`/`morsel fsck` and the crash tests, which
+ * build pm_check.c in user space.  docs/persistence.md explains it: the
+ * crash model, the invariants and the order of every operation's stores.
+ *
+ * The device is an array of 4 KiB pages numbered from 0; a "device offset"
+ * is a byte offset into it.  Page 0 is the super block; every other page is
+ * free or reachable exactly once from it: through the inode table (a
+ * morsel-shaped tree of inode records) and, from each allocated inode, its
+ * morsel tree (tables and data pages; a directory's data pages hold its
+ * entries).  Nothing records what is free: a mount walks the trees and
+ * frees the complement.
+ *
+ * Every word is little-endian, 8 bytes and naturally aligned, and every
+ * metadata update is a sequence of such words stored one at a time.  Tree
+ * entries are x86-64 page-table entries with absolute physical addresses,
+ * because the MMU walks them; the super block records the device's
+ * physical address they were written for (@base), and a mount that finds
+ * the device elsewhere rewrites them (relocation, restartable).
+ */
+#ifndef MORSEL_PM_FORMAT_H
+#define MORSEL_PM_FORMAT_H
+
+#include <linux/types.h>
+
+#define MPM_MAGIC		0x4d504c4553524f4dULL	/* "MORSELPM" */
+#define MPM_VERSION		1
+#define MPM_PAGE_SIZE		4096
+#define MPM_ENTRIES		512	/* entries per table */
+#define MPM_MAX_ORDER		4
+#define MPM_MAX_DEVICES		8
+
+/* Entry bits (x86-64).  A and D are written by the MMU at any time and
+ * are ignored by every check. */
+#define MPM_E_PRESENT		(1ULL << 0)
+#define MPM_E_RW		(1ULL << 1)
+#define MPM_E_USER		(1ULL << 2)
+#define MPM_E_ACCESSED		(1ULL << 5)
+#define MPM_E_DIRTY		(1ULL << 6)
+#define MPM_E_HUGE		(1ULL << 7)	/* level 2: a 2 MiB leaf */
+#define MPM_E_SPECIAL		(1ULL << 9)	/* Linux's _PAGE_SPECIAL */
+#define MPM_E_NX		(1ULL << 63)
+#define MPM_E_ADDR		0x000ffffffffff000ULL
+#define MPM_E_AD		(MPM_E_ACCESSED | MPM_E_DIRTY)
+/* What the module writes, without A and D. */
+#define MPM_E_TABLE		(MPM_E_PRESENT | MPM_E_RW | MPM_E_USER)
+#define MPM_E_LEAF		(MPM_E_PRESENT | MPM_E_RW | MPM_E_USER | MPM_E_SPECIAL)
+
+/*
+ * A morsel's root word (struct mpm_inode.root, struct mpm_super.itable) is
+ * not walked by the MMU (a mapping copies it, with the mapping's rights, into
+ * the process's table), so it carries the tree's order in bits 52-54: the
+ * level of the table it points to, or 0 for an order-0 morsel's data page.
+ * Raising or lowering the order is one store of this word.
+ */
+#define MPM_ROOT_ORDER_SHIFT	52
+#define MPM_ROOT_ORDER_MASK	(7ULL << MPM_ROOT_ORDER_SHIFT)
+
+static inline unsigned int mpm_root_order(__u64 root)
+{
+	return (root & MPM_ROOT_ORDER_MASK) >> MPM_ROOT_ORDER_SHIFT;
+}
+
+/* One device of the file system: the format has room for a second (and
+ * more) without a change; version 1 uses dev[0] only. */
+struct mpm_device {
+	__u64 uuid[2];
+	__u64 base;		/* physical address of its page 0 */
+	__u64 nr_pages;
+};
+
+/* Page 0. */
+struct mpm_super {
+	__u64 magic;		/* MPM_MAGIC, stored last by mkfs */
+	__u64 version;		/* MPM_VERSION */
+	__u64 nr_pages;		/* pages of the file system (dev[0]) */
+	__u64 base;		/* physical address the entries point into */
+	__u64 itable;		/* root word of the inode table */
+	__u64 uuid[2];
+	__u64 mkfs_time;	/* ns since the epoch */
+	/* Relocation to another physical address (docs/persistence.md). */
+	__u64 reloc_base;	/* the new base while relocating, else 0 */
+	__u64 reloc_done;	/* entries rewritten, in walk order */
+	__u64 reloc_old;	/* the next entry's value before its rewrite */
+	__u64 nr_devices;	/* 1 */
+	__u64 reserved[20];
+	struct mpm_device dev[MPM_MAX_DEVICES];
+};
+
+/*
+ * The inode table: a tree of order MPM_ITABLE_ORDER whose data pages hold
+ * MPM_INODES_PER_PAGE records; inode number i is record i (0 is never
+ * used, 1 is the root directory).  Its pages are populated as needed and
+ * never freed.
+ */
+#define MPM_ITABLE_ORDER	3
+#define MPM_INODE_SIZE		128
+#define MPM_INODES_PER_PAGE	(MPM_PAGE_SIZE / MPM_INODE_SIZE)
+#define MPM_ROOT_INO		1
+#define MPM_MAX_INO		((1ULL << (12 + 9 * MPM_ITABLE_ORDER)) / MPM_INODE_SIZE - 1)
+
+struct mpm_inode {
+	__u64 mode;		/* S_IFMT and permission bits; 0: free */
+	__u64 owner;		/* uid | gid << 32 */
+	__u64 size;		/* bytes (a directory: its entry pages) */
+	__u64 root;		/* root word, see MPM_ROOT_ORDER_SHIFT */
+	__u64 min_order;	/* MORSEL_IOC_SET_MIN_ORDER */
+	__u64 bound;		/* MORSEL_IOC_BIND address, or 0 */
+	__u64 atime;		/* ns since the epoch */
+	__u64 mtime;
+	__u64 ctime;
+	__u64 btime;
+	__u64 rdev;		/* device nodes: new_encode_dev() */
+	__u64 punch_end;	/* a punch in progress covers */
+	__u64 punch_start;	/*   [punch_start & ~1, punch_end) if bit 0 */
+	__u64 reserved[3];
+};
+
+/*
+ * A directory's data pages hold MPM_DIRENTS_PER_PAGE entries each (the
+ * last 64 bytes of a page are unused).  @word commits an entry: 0 is a
+ * free slot; otherwise it packs the inode number, the name's length and
+ * the file type (DT_*), and is stored after the name and the two rename
+ * words.  A live entry whose @replaces or @displaces is not 0 is the new
+ * name of an unfinished rename: the entries at those device offsets are
+ * cleared by whoever finds it (the rename itself, or the next mount).
+ */
+#define MPM_DIRENT_SIZE		288
+#define MPM_DIRENTS_PER_PAGE	14
+#define MPM_NAME_MAX		255
+#define MPM_DE_INO_MASK		((1ULL << 40) - 1)
+#define MPM_DE_LEN_SHIFT	40
+#define MPM_DE_TYPE_SHIFT	48
+
+struct mpm_dirent {
+	__u64 word;		/* ino | len << 40 | dtype << 48; 0: free */
+	__u64 replaces;		/* device offset of the old name's entry */
+	__u64 displaces;	/* device offset of the overwritten entry */
+	char name[MPM_DIRENT_SIZE - 24];
+};
+
+static inline __u64 mpm_de_word(__u64 ino, unsigned int len, unsigned int dtype)
+{
+	return ino | (__u64)len << MPM_DE_LEN_SHIFT | (__u64)dtype << MPM_DE_TYPE_SHIFT;
+}
+
+static inline __u64 mpm_de_ino(__u64 word)
+{
+	return word & MPM_DE_INO_MASK;
+}
+
+static inline unsigned int mpm_de_len(__u64 word)
+{
+	return (word >> MPM_DE_LEN_SHIFT) & 0xff;
+}
+
+static inline unsigned int mpm_de_type(__u64 word)
+{
+	return (word >> MPM_DE_TYPE_SHIFT) & 0xf;
+}
+
+#endif /* MORSEL_PM_FORMAT_H */
