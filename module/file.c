@@ -44,6 +44,7 @@
 #include <linux/uio.h>
 
 #include "morsel.h"
+#include "pm.h"
 
 static struct morsel *file_morsel(struct file *file)
 {
@@ -328,8 +329,10 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		}
 		cond_resched();
 	}
-	if (done && pos > i_size_read(inode))
+	if (done && pos > i_size_read(inode)) {
 		i_size_write(inode, pos);
+		morsel_size_changed(inode);
+	}
 	if (err)	/* the page the copy stopped in */
 		trim_past_size(inode, pos + PAGE_SIZE);
 	if (m->order != order)
@@ -372,10 +375,17 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 		return 0;
 	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
+	/* On the device: the range first, so a crash finishes the punch. */
+	if (m->pm) {
+		morsel_pm_set_word(inode, MORSEL_PM_FIELD(punch_end), last);
+		morsel_pm_set_word(inode, MORSEL_PM_FIELD(punch_start), first | 1);
+	}
 	if (m->nr_maps)
 		morsel_evict_mapped(m, inode->i_mapping, first, last);
 	else
 		morsel_free_range(m, first, last);
+	if (m->pm)
+		morsel_pm_set_word(inode, MORSEL_PM_FIELD(punch_start), 0);
 	mutex_unlock(&m->lock);
 	morsel_zap_paged(inode, first, last, false);
 	filemap_invalidate_unlock(inode->i_mapping);
@@ -420,8 +430,10 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	if (round_down(offset, PAGE_SIZE) < end)
 		err = morsel_populate_range(m, round_down(offset, PAGE_SIZE),
 					    end);
-	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size)
+	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size) {
 		i_size_write(inode, offset + len);
+		morsel_size_changed(inode);
+	}
 	if (err)
 		trim_past_size(inode, end);
 	if (m->order != order)

@@ -58,6 +58,7 @@
 #include <linux/xattr.h>
 
 #include "morsel.h"
+#include "pm.h"
 
 /* Inode space one inode takes from nr_inodes= (tmpfs: BOGO_INODE_SIZE). */
 #define MORSEL_BOGO_INODE 1024
@@ -214,6 +215,8 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		inode_set_mtime_to_ts(inode, inode_set_ctime_current(inode));
 	}
 	setattr_copy(idmap, inode, attr);
+	if (sb_pm(inode->i_sb))
+		morsel_pm_sync_inode(inode);
 	return 0;
 }
 
@@ -229,6 +232,7 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 {
 	struct morsel_sb *sbi = sb->s_fs_info;
 	struct inode *inode;
+	int err;
 
 	if (ispace_charge(sbi, MORSEL_BOGO_INODE))
 		return ERR_PTR(-ENOSPC);
@@ -240,13 +244,28 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 	inode->i_ino = get_next_ino();
 	inode_init_owner(&nop_mnt_idmap, inode, dir, mode);
 	simple_inode_init_ts(inode);
+	err = morsel_setup_inode(inode, mode, dev);
+	if (err) {
+		iput(inode);
+		return ERR_PTR(err);
+	}
+	return inode;
+}
+
+/*
+ * The operations of an inode of @mode (its charge is taken); a regular
+ * file gets its morsel.  Also for the inodes a persistent mount loads.
+ */
+int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev)
+{
+	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+
+	inode->i_mode = mode;
 	switch (mode & S_IFMT) {
 	case S_IFREG:
 		inode->i_private = morsel_alloc(sbi);
-		if (!inode->i_private) {
-			iput(inode);
-			return ERR_PTR(-ENOMEM);
-		}
+		if (!inode->i_private)
+			return -ENOMEM;
 		inode->i_op = &morsel_file_iops;
 		inode->i_fop = &morsel_fops;
 		break;
@@ -266,30 +285,73 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 		init_special_inode(inode, mode, dev);
 		break;
 	default:
-		iput(inode);
-		return ERR_PTR(-EINVAL);
+		return -EINVAL;
 	}
-	return inode;
+	return 0;
 }
 
-/* Give @dentry in @dir the new @inode, pinning the dentry as ramfs does. */
-static void morsel_instantiate(struct inode *dir, struct dentry *dentry,
-			       struct inode *inode)
+/* Inode space of an inode a persistent mount loads (no limit applies). */
+void morsel_account_loaded(struct inode *inode)
 {
+	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+
+	atomic_long_add(MORSEL_BOGO_INODE + (S_ISLNK(inode->i_mode) ?
+					     inode->i_size + 1 : 0),
+			&sbi->ispace);
+}
+
+/*
+ * Give @dentry in @dir the new @inode, pinning the dentry as ramfs does.
+ * On a persistent instance the name goes to the device first; if it
+ * cannot, the inode (nlink 0) and its record go.
+ */
+static int morsel_instantiate(struct inode *dir, struct dentry *dentry,
+			      struct inode *inode)
+{
+	if (sb_pm(dir->i_sb)) {
+		int err = morsel_pm_add_name(dir, dentry, inode);
+
+		if (err) {
+			clear_nlink(inode);
+			iput(inode);
+			return err;
+		}
+	}
 	d_instantiate(dentry, inode);
 	dget(dentry);
 	inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir));
+	if (sb_pm(dir->i_sb))
+		morsel_pm_sync_inode(dir);
+	return 0;
+}
+
+/* A new inode, with its record on a persistent instance. */
+static struct inode *morsel_new_inode(struct inode *dir, umode_t mode,
+				      dev_t dev)
+{
+	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode, dev);
+	int err;
+
+	if (IS_ERR(inode) || !sb_pm(dir->i_sb))
+		return inode;
+	err = morsel_pm_new_inode(inode);
+	if (err) {
+		clear_nlink(inode);
+		inode->i_ino = 0;	/* no record to free */
+		iput(inode);
+		return ERR_PTR(err);
+	}
+	return inode;
 }
 
 static int morsel_mknod(struct mnt_idmap *idmap, struct inode *dir,
 			struct dentry *dentry, umode_t mode, dev_t dev)
 {
-	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode, dev);
+	struct inode *inode = morsel_new_inode(dir, mode, dev);
 
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
-	morsel_instantiate(dir, dentry, inode);
-	return 0;
+	return morsel_instantiate(dir, dentry, inode);
 }
 
 static int morsel_create(struct mnt_idmap *idmap, struct inode *dir,
@@ -325,27 +387,30 @@ static int morsel_symlink(struct mnt_idmap *idmap, struct inode *dir,
 	err = ispace_charge(sbi, len);
 	if (err)
 		return err;
-	inode = morsel_get_inode(dir->i_sb, dir, S_IFLNK | 0777, 0);
+	inode = morsel_new_inode(dir, S_IFLNK | 0777, 0);
 	if (IS_ERR(inode)) {
 		ispace_uncharge(sbi, len);
 		return PTR_ERR(inode);
 	}
 	inode->i_link = kmemdup(target, len, GFP_KERNEL_ACCOUNT);
-	if (!inode->i_link) {
+	err = inode->i_link ? 0 : -ENOMEM;
+	if (!err && sb_pm(dir->i_sb))
+		err = morsel_pm_symlink(inode, target, len - 1);
+	if (err) {
+		clear_nlink(inode);
 		iput(inode);	/* frees the inode's space, not the target's */
 		ispace_uncharge(sbi, len);
-		return -ENOMEM;
+		return err;
 	}
 	inode->i_size = len - 1;
-	morsel_instantiate(dir, dentry, inode);
-	return 0;
+	return morsel_instantiate(dir, dentry, inode);
 }
 
 /* O_TMPFILE: a morsel without a name (nlink 0) until linkat gives one. */
 static int morsel_tmpfile(struct mnt_idmap *idmap, struct inode *dir,
 			  struct file *file, umode_t mode)
 {
-	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode, 0);
+	struct inode *inode = morsel_new_inode(dir, mode, 0);
 
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
@@ -379,26 +444,91 @@ static void morsel_evict_inode(struct inode *inode)
 	long space = MORSEL_BOGO_INODE;
 	size_t freed = 0;
 
+	bool gone = !inode->i_nlink;
+
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
-	if (S_ISREG(inode->i_mode) && inode->i_private)
-		morsel_destroy(inode->i_private);
+	/* A persistent inode with a name stays on the device. */
+	if (S_ISREG(inode->i_mode) && inode->i_private) {
+		if (sb_pm(inode->i_sb) && !gone)
+			morsel_forget(inode->i_private);
+		else
+			morsel_destroy(inode->i_private);
+	}
+	if (sb_pm(inode->i_sb) && gone && inode->i_ino)
+		morsel_pm_free_inode(inode);
 	if (S_ISLNK(inode->i_mode) && inode->i_link)
 		space += inode->i_size + 1;
 	simple_xattrs_free(&MORSEL_I(inode)->xattrs, &freed);
 	ispace_uncharge(sbi, space + freed);
 }
 
+/*
+ * Names on a persistent instance go to the device first (pm.c), then to
+ * the dcache as on a volatile one.
+ */
+static int morsel_link(struct dentry *old_dentry, struct inode *dir,
+		       struct dentry *dentry)
+{
+	if (sb_pm(dir->i_sb)) {
+		int err = morsel_pm_add_name(dir, dentry, d_inode(old_dentry));
+
+		if (err)
+			return err;
+	}
+	return simple_link(old_dentry, dir, dentry);
+}
+
+static int morsel_unlink(struct inode *dir, struct dentry *dentry)
+{
+	if (sb_pm(dir->i_sb))
+		morsel_pm_remove_name(dir, dentry);
+	return simple_unlink(dir, dentry);
+}
+
+static int morsel_rmdir(struct inode *dir, struct dentry *dentry)
+{
+	if (sb_pm(dir->i_sb)) {
+		if (!simple_empty(dentry))
+			return -ENOTEMPTY;
+		morsel_pm_remove_name(dir, dentry);
+	}
+	return simple_rmdir(dir, dentry);
+}
+
+/*
+ * RENAME_EXCHANGE and RENAME_WHITEOUT need two names to change in one
+ * store; a persistent instance refuses them (docs/persistence.md).
+ */
+static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
+			 struct dentry *old_dentry, struct inode *new_dir,
+			 struct dentry *new_dentry, unsigned int flags)
+{
+	if (sb_pm(old_dir->i_sb)) {
+		int err;
+
+		if (flags & ~RENAME_NOREPLACE)
+			return -EINVAL;
+		if (!simple_empty(new_dentry))
+			return -ENOTEMPTY;
+		err = morsel_pm_rename(old_dir, old_dentry, new_dir, new_dentry);
+		if (err)
+			return err;
+	}
+	return simple_rename(idmap, old_dir, old_dentry, new_dir, new_dentry,
+			     flags);
+}
+
 static const struct inode_operations morsel_dir_iops = {
 	.create = morsel_create,
 	.lookup = simple_lookup,
-	.link = simple_link,
-	.unlink = simple_unlink,
+	.link = morsel_link,
+	.unlink = morsel_unlink,
 	.symlink = morsel_symlink,
 	.mkdir = morsel_mkdir,
-	.rmdir = simple_rmdir,
+	.rmdir = morsel_rmdir,
 	.mknod = morsel_mknod,
-	.rename = simple_rename,
+	.rename = morsel_rename,
 	.tmpfile = morsel_tmpfile,
 	.listxattr = morsel_listxattr,
 };
@@ -425,7 +555,14 @@ static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
 	struct morsel_sb *sbi = dentry->d_sb->s_fs_info;
 
 	simple_statfs(dentry, buf);
-	if (sbi->max_blocks) {
+	if (sbi->pm) {
+		u64 blocks, bfree;
+
+		morsel_pm_statfs(dentry->d_sb, &blocks, &bfree);
+		buf->f_blocks = blocks;
+		buf->f_bfree = bfree;
+		buf->f_bavail = bfree;
+	} else if (sbi->max_blocks) {
 		buf->f_blocks = sbi->max_blocks;
 		buf->f_bfree = sbi->max_blocks -
 			min_t(long, atomic_long_read(&sbi->used),
@@ -469,7 +606,7 @@ static const struct super_operations morsel_sops = {
 	.show_options = morsel_show_options,
 };
 
-enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID };
+enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
@@ -477,6 +614,7 @@ static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_u32oct("mode", OPT_MODE),
 	fsparam_uid("uid", OPT_UID),
 	fsparam_gid("gid", OPT_GID),
+	fsparam_string("pmem", OPT_PMEM),
 	{}
 };
 
@@ -486,6 +624,7 @@ struct morsel_opts {
 	umode_t mode;
 	kuid_t uid;
 	kgid_t gid;
+	char *pmem;
 	bool has_blocks, has_inodes, has_mode, has_uid, has_gid;
 };
 
@@ -552,6 +691,13 @@ static int morsel_parse_param(struct fs_context *fc,
 		o->gid = result.gid;
 		o->has_gid = true;
 		return 0;
+	case OPT_PMEM:
+		if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE)
+			return invalfc(fc, "pmem= cannot change on remount");
+		kfree(o->pmem);
+		o->pmem = param->string;
+		param->string = NULL;
+		return 0;
 	}
 	if (parse_number(param->string, opt == OPT_SIZE, &n))
 		return invalfc(fc, "bad value for %s", param->key);
@@ -591,6 +737,18 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_op = &morsel_sops;
 	sb->s_xattr = morsel_xattr_handlers;
 	sb->s_time_gran = 1;
+	if (o->pmem) {
+		/* The device is the limit; the root's mode and owner are
+		 * its own (mode=, uid=, gid= do not apply). */
+		int err = morsel_pm_mount(sb, o->pmem);
+
+		if (err)
+			return err;
+		sbi->max_blocks = 0;
+		sbi->max_inodes = 0;
+		root = morsel_pm_load(sb);
+		return PTR_ERR_OR_ZERO(root);
+	}
 	root = morsel_get_inode(sb, NULL, S_IFDIR | sbi->mode, 0);
 	if (IS_ERR(root))
 		return PTR_ERR(root);
@@ -650,7 +808,11 @@ static int morsel_reconfigure(struct fs_context *fc)
 
 static void morsel_free_fc(struct fs_context *fc)
 {
-	kfree(fc->fs_private);
+	struct morsel_opts *o = fc->fs_private;
+
+	if (o)
+		kfree(o->pmem);
+	kfree(o);
 }
 
 static const struct fs_context_operations morsel_context_ops = {
@@ -677,6 +839,8 @@ static void morsel_kill_sb(struct super_block *sb)
 	struct morsel_sb *sbi = sb->s_fs_info;
 
 	kill_litter_super(sb);
+	if (sbi)
+		morsel_pm_unmount(sb);
 	kfree(sbi);
 }
 

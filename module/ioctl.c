@@ -25,6 +25,7 @@
 #include <linux/uaccess.h>
 
 #include "morsel.h"
+#include "pm.h"
 
 static bool all_zero(const void *p, size_t len)
 {
@@ -113,7 +114,8 @@ static long ioc_min_order(struct inode *inode,
 	return err;
 }
 
-static long ioc_bind(struct morsel *m, struct morsel_bind __user *arg)
+static long ioc_bind(struct inode *inode, struct morsel *m,
+		     struct morsel_bind __user *arg)
 {
 	struct morsel_bind b;
 	u64 extent;
@@ -134,6 +136,8 @@ static long ioc_bind(struct morsel *m, struct morsel_bind __user *arg)
 		err = -EBUSY;
 	else
 		m->bound = b.addr;
+	if (!err && m->pm)
+		morsel_pm_set_word(inode, MORSEL_PM_FIELD(bound), m->bound);
 	mutex_unlock(&m->lock);
 	return err;
 }
@@ -248,6 +252,6 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_SET_MIN_ORDER:
 		return ioc_min_order(inode, uarg);
 	default:
-		return ioc_bind(m, uarg);
+		return ioc_bind(inode, m, uarg);
 	}
 }

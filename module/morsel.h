@@ -7,6 +7,10 @@
  *   file.c   file operations: mmap placement, read/write, fallocate
  *   ioctl.c  the MORSEL_IOC_* ioctls
  *   stats.c  global counters in /sys/fs/morselfs
+ *   pm.c     persistent instances (mount -o pmem=DEV): the device, its
+ *            page allocator, the one store helper, names and inodes
+ *   pm_check.c  the walk a persistent mount recovers with (shared with
+ *            user space; pm_format.h is the on-device format)
  */
 #ifndef MORSEL_INTERNAL_H
 #define MORSEL_INTERNAL_H
@@ -36,11 +40,13 @@ typedef u64 mentry_t;
  * @mode:       mode= (the root directory's mode, without S_IFDIR).
  * @uid:        uid= (the root directory's owner).
  * @gid:        gid= (the root directory's group).
+ * @pm:         the persistent device (pm.c), or NULL for a volatile one.
  * Limits and @mode, @uid, @gid change only on remount (under the super
  * block's s_umount); the counters are atomics, charged with cmpxchg
  * against the limit.
  */
 struct morsel_sb {
+	struct morsel_pm *pm;
 	unsigned long max_blocks;
 	unsigned long max_inodes;
 	atomic_long_t used;
@@ -61,7 +67,13 @@ struct morsel_sb {
  * @min_order:  the order never goes below this (MORSEL_IOC_SET_MIN_ORDER).
  * @root:       entry for the root: a table entry pointing at the level-@order
  *              table (order >= 1) or a leaf PTE for the data page (order 0);
- *              0 while nothing is populated.  Filled with cmpxchg.
+ *              0 while nothing is populated.  Filled with cmpxchg.  It
+ *              carries the order in bits 52-54 (MPM_ROOT_ORDER_SHIFT), as
+ *              the root word of a persistent morsel must.
+ * @rootp:      where the root word lives: &@root, or the root word of the
+ *              morsel's inode record on a persistent device.
+ * @pm:         the persistent device its tables and pages come from, or
+ *              NULL (the page allocator).
  * @maps:       struct morsel_map of every mounted VMA (shared, offset 0).
  * @nr_maps:    length of @maps.
  * @nr_paged:   page-by-page VMAs (MAP_PRIVATE, or shared at an offset;
@@ -77,6 +89,8 @@ struct morsel {
 	unsigned int order;
 	unsigned int min_order;
 	mentry_t root;
+	mentry_t *rootp;
+	struct morsel_pm *pm;
 	struct list_head maps;
 	unsigned int nr_maps;
 	atomic_t nr_paged;
@@ -104,6 +118,12 @@ struct morsel_map {
 	bool mounted;
 };
 
+/* The persistent device of @sb's instance, or NULL. */
+static inline struct morsel_pm *sb_pm(struct super_block *sb)
+{
+	return ((struct morsel_sb *)sb->s_fs_info)->pm;
+}
+
 static inline u64 morsel_extent(unsigned int order)
 {
 	return (u64)PAGE_SIZE << (9 * order);
@@ -115,6 +135,7 @@ int morsel_order_for_size(loff_t size);
 /* tree.c */
 struct morsel *morsel_alloc(struct morsel_sb *sbi);
 void morsel_destroy(struct morsel *m);
+void morsel_forget(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
@@ -154,7 +175,12 @@ int morsel_resize(struct inode *inode, loff_t size);
 void morsel_fit_order(struct inode *inode);
 int morsel_set_min_order(struct inode *inode, unsigned int order);
 
+/* A regular file's size changed: on a persistent device too (pm.c). */
+void morsel_size_changed(struct inode *inode);
+
 /* fs.c */
+void morsel_account_loaded(struct inode *inode);
+int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev);
 int morselfs_register(void);
 void morselfs_unregister(void);
 

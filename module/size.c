@@ -27,6 +27,7 @@
 #include <linux/pagemap.h>
 
 #include "morsel.h"
+#include "pm.h"
 
 /* ---- the size limit ---- */
 
@@ -210,6 +211,7 @@ int morsel_resize(struct inode *inode, loff_t size)
 		goto out;
 	/* The new size first: a fault past it now gives SIGBUS. */
 	i_size_write(inode, size);
+	morsel_size_changed(inode);
 	if (size < old) {
 		morsel_zero_range(m, size, PAGE_ALIGN(size));
 		if (m->nr_maps)
@@ -245,8 +247,11 @@ int morsel_set_min_order(struct inode *inode, unsigned int order)
 		return -EINVAL;
 	mutex_lock(&m->lock);
 	err = morsel_raise_order(m, order);
-	if (!err)
+	if (!err) {
 		m->min_order = order;
+		if (m->pm)
+			morsel_pm_set_word(inode, MORSEL_PM_FIELD(min_order), order);
+	}
 	mutex_unlock(&m->lock);
 	return err;
 }

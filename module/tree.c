@@ -63,9 +63,40 @@
 #include <asm/pgalloc.h>
 
 #include "morsel.h"
+#include "pm.h"
 
 #define ENTRY_TABLE	((mentry_t)_PAGE_TABLE)
 #define DATA_GFP	(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
+
+/* The root word of an order-@order tree whose root entry is @e. */
+static inline mentry_t root_word(mentry_t e, unsigned int order)
+{
+	return e ? e | (mentry_t)order << MPM_ROOT_ORDER_SHIFT : 0;
+}
+
+/*
+ * Every store into a tree or a root word goes through these three: on a
+ * persistent morsel they are the device's metadata stores (pm.c).
+ */
+static inline void tstore(struct morsel *m, mentry_t *slot, mentry_t v)
+{
+	if (m->pm)
+		morsel_pm_store(m->pm, slot, v);
+	else
+		WRITE_ONCE(*slot, v);
+}
+
+static inline mentry_t txchg(struct morsel *m, mentry_t *slot, mentry_t v)
+{
+	return m->pm ? morsel_pm_xchg(m->pm, slot, v) : xchg(slot, v);
+}
+
+static inline bool tcmpxchg(struct morsel *m, mentry_t *slot, mentry_t *old,
+			    mentry_t new)
+{
+	return m->pm ? morsel_pm_cmpxchg(m->pm, slot, old, new) :
+		       try_cmpxchg64(slot, old, new);
+}
 
 static inline void *entry_va(mentry_t e)
 {
@@ -90,10 +121,16 @@ static void *table_alloc(struct morsel *m, int level)
 
 	if (!morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	pt = pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
+	if (m->pm)
+		pt = morsel_pm_alloc_table(m->pm);
+	else
+		pt = pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
 	if (pt && ((level == 1 && !pagetable_pte_ctor(pt)) ||
 		   (level == 2 && !pagetable_pmd_ctor(pt)))) {
-		pagetable_free(pt);
+		if (m->pm)
+			morsel_pm_free_table(m->pm, pt, false);
+		else
+			pagetable_free(pt);
 		pt = NULL;
 	}
 	if (!pt) {
@@ -127,7 +164,9 @@ static void table_free(struct morsel *m, void *table, int level,
 		pagetable_pmd_dtor(pt);
 	else if (level == 3)
 		pagetable_pud_dtor(pt);
-	if (published)
+	if (m->pm)
+		morsel_pm_free_table(m->pm, pt, published);
+	else if (published)
 		call_rcu(&pt->pt_rcu_head, table_free_rcu);
 	else
 		pagetable_free(pt);
@@ -164,26 +203,47 @@ static void pages_added(struct morsel *m, long nr)
 		morsel_uncharge(m, -nr);
 }
 
-/* Drop the morsel's reference; a GUP pin keeps the page alive. */
+/*
+ * Drop the morsel's reference; a GUP pin keeps the page alive (a device
+ * page goes back to the device's allocator once unpinned, pm.c).
+ */
+static void page_release(struct morsel *m, struct page *page)
+{
+	if (m->pm)
+		morsel_pm_free_data(m->pm, page);
+	else
+		put_page(page);
+}
+
 static void page_free(struct morsel *m, mentry_t e)
 {
-	put_page(entry_page(e));
+	page_release(m, entry_page(e));
 	pages_added(m, -1);
 }
 
 /* A page that lost its publication race (or was never used). */
 static void page_unused(struct morsel *m, struct page *page)
 {
-	__free_page(page);
+	if (m->pm)
+		morsel_pm_free_data(m->pm, page);
+	else
+		__free_page(page);
 	morsel_uncharge(m, 1);
 }
 
+/* A new zeroed data page, or NULL. */
+static struct page *page_alloc(struct morsel *m)
+{
+	return m->pm ? morsel_pm_alloc_data(m->pm) : alloc_page(DATA_GFP);
+}
+
 /* Publish @new in the empty @slot; on a lost race return the winner. */
-static mentry_t publish(mentry_t *slot, mentry_t new, bool *lost)
+static mentry_t publish(struct morsel *m, mentry_t *slot, mentry_t new,
+			bool *lost)
 {
 	mentry_t old = 0;
 
-	*lost = !try_cmpxchg64(slot, &old, new);
+	*lost = !tcmpxchg(m, slot, &old, new);
 	return *lost ? old : new;
 }
 
@@ -195,7 +255,7 @@ static unsigned int snapshot(struct morsel *m, mentry_t *root)
 	do {
 		seq = read_seqcount_begin(&m->seq);
 		order = READ_ONCE(m->order);
-		*root = READ_ONCE(m->root);
+		*root = READ_ONCE(*m->rootp);
 	} while (read_seqcount_retry(&m->seq, seq));
 	return order;
 }
@@ -214,14 +274,14 @@ static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole,
 		      mentry_t *leaf)
 {
 	mentry_t *slot, e;
-	int level;
+	int level, order;
 	bool lost;
 
 again:
-	level = snapshot(m, &e);
-	slot = &m->root;
+	order = level = snapshot(m, &e);
+	slot = m->rootp;
 	for (; level > 0; level--) {
-		if (slot != &m->root)
+		if (slot != m->rootp)
 			e = READ_ONCE(*slot);
 		if (!e && !alloc) {
 			if (hole)
@@ -233,16 +293,19 @@ again:
 
 			if (IS_ERR(t))
 				return t;
-			e = publish(slot, table_entry(t), &lost);
+			e = table_entry(t);
+			if (slot == m->rootp)
+				e = root_word(e, order);
+			e = publish(m, slot, e, &lost);
 			if (lost) {
 				table_free(m, t, level, false);
-				if (slot == &m->root)
+				if (slot == m->rootp)
 					goto again;
 			}
 		}
 		slot = (mentry_t *)entry_va(e) + level_index(off, level);
 	}
-	*leaf = slot == &m->root ? e : READ_ONCE(*slot);
+	*leaf = slot == m->rootp ? e : READ_ONCE(*slot);
 	return slot;
 }
 
@@ -269,15 +332,15 @@ again:
 		return entry_page(e);
 	if (!morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	page = alloc_page(DATA_GFP);
+	page = page_alloc(m);
 	if (!page) {
 		morsel_uncharge(m, 1);
-		return ERR_PTR(-ENOMEM);
+		return ERR_PTR(m->pm ? -ENOSPC : -ENOMEM);
 	}
-	e = publish(slot, page_entry(page), &lost);
+	e = publish(m, slot, page_entry(page), &lost);
 	if (lost) {
 		page_unused(m, page);
-		if (slot == &m->root)	/* order 0: it may have risen */
+		if (slot == m->rootp)	/* order 0: it may have risen */
 			goto again;
 	} else {
 		pages_added(m, 1);
@@ -323,23 +386,23 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 			want += !READ_ONCE(slot[i]);
 		granted = morsel_charge_upto(m, want);
 		memset(pages, 0, granted * sizeof(*pages));
-		got = granted ? alloc_pages_bulk_array(DATA_GFP, granted,
-						       pages) : 0;
+		got = granted && !m->pm ?
+			alloc_pages_bulk_array(DATA_GFP, granted, pages) : 0;
 		for (; got < granted; got++) {
-			pages[got] = alloc_page(DATA_GFP);
+			pages[got] = page_alloc(m);
 			if (!pages[got])
 				break;
 		}
 		for (i = 0; i < n && used < got; i++) {
 			if (READ_ONCE(slot[i]))
 				continue;
-			publish(&slot[i], page_entry(pages[used]), &lost);
+			publish(m, &slot[i], page_entry(pages[used]), &lost);
 			if (!lost)
 				used++;
 		}
 		pages_added(m, used);
 		if (got < granted)
-			err = -ENOMEM;
+			err = m->pm ? -ENOSPC : -ENOMEM;
 		else if (granted < want)
 			err = -ENOSPC;
 		morsel_uncharge(m, granted - got);
@@ -413,7 +476,7 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 			cond_resched();	/* 512 pages at most */
 	}
 	if (start == 0 && end == level_span(level)) {
-		WRITE_ONCE(*slot, 0);
+		tstore(m, slot, 0);
 		if (level > 0)
 			table_free(m, entry_va(e), level, true);
 		else
@@ -431,7 +494,7 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
 {
 	lockdep_assert_held(&m->lock);
 	if (start < end)
-		free_level(m, &m->root, m->order, start, end);
+		free_level(m, m->rootp, m->order, start, end);
 }
 
 /**
@@ -448,22 +511,70 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  * is released; mount.c pins the page while it copies it.  Offsets are page
  * aligned; caller holds m->lock.
  */
+/*
+ * Pages whose leaves were cleared, to release after the flush: volatile
+ * pages on their lru list head; a device page's lru words hold its pgmap,
+ * so those go to an array, flushed and released one PTE table at a time.
+ */
+struct evicted {
+	struct list_head list;
+	struct page **pm;
+	unsigned int nr_pm;
+	bool copies;		/* order-0 copies of the first page to unmap */
+};
+
+static void evicted_add(struct morsel *m, struct evicted *ev, mentry_t e)
+{
+	if (m->pm)
+		ev->pm[ev->nr_pm++] = entry_page(e);
+	else
+		list_add(&entry_page(e)->lru, &ev->list);
+}
+
+/* Flush the mappers of [@start, @end) and release what was evicted. */
+static void evicted_release(struct morsel *m, struct evicted *ev,
+			    struct address_space *mapping, u64 start, u64 end)
+{
+	struct page *page, *next;
+
+	if (list_empty(&ev->list) && !ev->nr_pm)
+		return;
+	if (ev->copies)
+		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
+	ev->copies = false;
+	morsel_flush_mappers(m, start, end);
+	while (ev->nr_pm) {
+		page_release(m, ev->pm[--ev->nr_pm]);
+		pages_added(m, -1);
+	}
+	list_for_each_entry_safe(page, next, &ev->list, lru) {
+		list_del(&page->lru);
+		put_page(page);
+		pages_added(m, -1);
+		cond_resched();
+	}
+}
+
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 			 u64 start, u64 end)
 {
 	u64 table_span = level_span(1), off, first = start;
-	bool copies = !start && (!m->order || morsel_order0_mapped(m));
-	LIST_HEAD(freed);
-	struct page *page, *next;
+	struct evicted ev = {
+		.list = LIST_HEAD_INIT(ev.list),
+		.copies = !start && (!m->order || morsel_order0_mapped(m)),
+	};
 
 	lockdep_assert_held(&m->lock);
 	if (start >= end)
 		return;
+	if (m->pm)
+		ev.pm = kmalloc_array(PTRS_PER_PTE, sizeof(*ev.pm),
+				      GFP_KERNEL | __GFP_NOFAIL);
 	if (!m->order) {		/* the root is the leaf */
-		mentry_t e = xchg(&m->root, 0);
+		mentry_t e = txchg(m, m->rootp, 0);
 
 		if (e)
-			list_add(&entry_page(e)->lru, &freed);
+			evicted_add(m, &ev, e);
 		start = end;
 	}
 	for (off = start; off < end;
@@ -482,25 +593,18 @@ void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 		ptl = ptlock_ptr(virt_to_ptdesc(slot));
 		spin_lock(ptl);
 		for (i = 0; i < n; i++) {
-			mentry_t e = xchg(&slot[i], 0);
+			mentry_t e = READ_ONCE(slot[i]) ? txchg(m, &slot[i], 0) : 0;
 
 			if (e)
-				list_add(&entry_page(e)->lru, &freed);
+				evicted_add(m, &ev, e);
 		}
 		spin_unlock(ptl);
+		if (m->pm)
+			evicted_release(m, &ev, mapping, first, end);
 		cond_resched();
 	}
-	if (list_empty(&freed))
-		return;
-	if (copies)
-		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
-	morsel_flush_mappers(m, first, end);
-	list_for_each_entry_safe(page, next, &freed, lru) {
-		list_del(&page->lru);
-		put_page(page);
-		pages_added(m, -1);
-		cond_resched();
-	}
+	evicted_release(m, &ev, mapping, first, end);
+	kfree(ev.pm);
 }
 
 /*
@@ -513,7 +617,7 @@ static bool set_root(struct morsel *m, mentry_t old, mentry_t root,
 	bool done;
 
 	write_seqcount_begin(&m->seq);
-	done = try_cmpxchg64(&m->root, &old, root);
+	done = tcmpxchg(m, m->rootp, &old, root_word(root, order));
 	if (done)
 		WRITE_ONCE(m->order, order);
 	write_seqcount_end(&m->seq);
@@ -533,7 +637,7 @@ static int raise_order(struct morsel *m, unsigned int order)
 	int err = 0;
 
 	for (;;) {
-		old = READ_ONCE(m->root);
+		old = READ_ONCE(*m->rootp);
 		if (!old) {
 			if (!tables[order]) {
 				tables[order] = table_alloc(m, order);
@@ -560,8 +664,9 @@ static int raise_order(struct morsel *m, unsigned int order)
 		for (level = m->order + 1; level <= order; level++) {
 			mentry_t *t = tables[level];
 
-			WRITE_ONCE(t[0], level == m->order + 1 ? old :
-				   table_entry(tables[level - 1]));
+			tstore(m, &t[0], level == m->order + 1 ?
+			       old & ~MPM_ROOT_ORDER_MASK :
+			       table_entry(tables[level - 1]));
 		}
 		if (set_root(m, old, table_entry(tables[order]), order))
 			return 0;
@@ -569,7 +674,7 @@ static int raise_order(struct morsel *m, unsigned int order)
 undo:
 	for (level = m->order + 1; level <= order; level++) {
 		if (tables[level]) {
-			((mentry_t *)tables[level])[0] = 0;
+			tstore(m, tables[level], 0);
 			table_free(m, tables[level], level, false);
 		}
 	}
@@ -594,17 +699,17 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 	if (order > m->order)
 		return raise_order(m, order);
 	if (order < m->order) {
-		free_level(m, &m->root, m->order, morsel_extent(order),
+		free_level(m, m->rootp, m->order, morsel_extent(order),
 			   morsel_extent(m->order));
 		write_seqcount_begin(&m->seq);
 		for (level = m->order; level > order; level--) {
-			mentry_t e = m->root, *t;
+			mentry_t e = *m->rootp, *t;
 
 			if (!e)
 				continue;
 			t = entry_va(e);
-			WRITE_ONCE(m->root, t[0]);
-			t[0] = 0;
+			tstore(m, m->rootp, root_word(t[0], level - 1));
+			tstore(m, &t[0], 0);
 			table_free(m, t, level, true);
 		}
 		WRITE_ONCE(m->order, order);
@@ -630,6 +735,7 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 	mentry_t e;
 	unsigned int level = snapshot(m, &e);
 
+	e &= ~MPM_ROOT_ORDER_MASK;
 	/* The subtree of @order at offset 0: entry 0 of each table below. */
 	for (; e && level > order; level--)
 		e = READ_ONCE(*(mentry_t *)entry_va(e));
@@ -649,6 +755,8 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi)
 	if (!m)
 		return NULL;
 	m->sbi = sbi;
+	m->rootp = &m->root;
+	m->pm = sbi->pm;
 	mutex_init(&m->lock);
 	seqcount_mutex_init(&m->seq, &m->lock);
 	INIT_LIST_HEAD(&m->maps);
@@ -660,8 +768,25 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi)
 void morsel_destroy(struct morsel *m)
 {
 	mutex_lock(&m->lock);
-	free_level(m, &m->root, m->order, 0, morsel_extent(m->order));
+	free_level(m, m->rootp, m->order, 0, morsel_extent(m->order));
 	mutex_unlock(&m->lock);
+	mutex_destroy(&m->lock);
+	kfree(m);
+	atomic_long_dec(&morsel_stat_morsels);
+}
+
+/*
+ * Free the morsel but not its tree: a persistent morsel whose inode keeps
+ * a name when the instance is unmounted.
+ */
+void morsel_forget(struct morsel *m)
+{
+	int level;
+
+	atomic_long_sub(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
+	for (level = 0; level < MORSEL_TABLE_LEVELS; level++)
+		atomic_long_sub(atomic_long_read(&m->nr_tables[level]),
+				&morsel_stat_tables);
 	mutex_destroy(&m->lock);
 	kfree(m);
 	atomic_long_dec(&morsel_stat_morsels);

@@ -1,0 +1,876 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Persistent morselfs instances: mount -t morselfs -o pmem=DEV none DIR.
+ *
+ * The device is an fsdax pmem namespace (docs/persistence.md): the module
+ * takes its whole range through DAX, recovers it with the walk of
+ * pm_check.c (which also yields the set of reachable pages), and from then
+ * on allocates the tables and data pages of every morsel from it, so the
+ * MMU walks persistent memory.  The names, inodes and trees on the device
+ * are the truth; the VFS's inodes and dentries are loaded from them at
+ * mount and every change is written through, as a sequence of aligned
+ * 8-byte stores in the order docs/persistence.md gives per operation.
+ *
+ * Device pages and struct page: fsdax pages have struct pages whose first
+ * words hold the pgmap, so a table freed here never goes through
+ * pt_rcu_head or page->lru; its RCU grace period uses a small allocation
+ * of our own.  A data page is idle at reference count 1; one freed while
+ * pinned (count above 1) waits on a list until it is idle again.
+ *
+ * Every metadata store goes through morsel_pm_store() and its xchg and
+ * cmpxchg variants: they count the stores and, when the platform does not
+ * flush caches on power loss (dax_write_cache_enabled(): ADR), write the
+ * line back and fence before the next store.
+ *
+ * Locking: the allocator's bitmap and the busy list under pm->alloc_lock
+ * (a spinlock; faults allocate lock-free otherwise); inode records are
+ * allocated under pm->ino_lock; names change under the VFS's directory
+ * locks (i_rwsem of every directory involved), which also order the
+ * stores into a directory's pages; an inode's words under its i_rwsem.
+ */
+#include <linux/blkdev.h>
+#include <linux/dax.h>
+#include <linux/fs.h>
+#include <linux/libnvdimm.h>
+#include <linux/mm.h>
+#include <linux/pfn_t.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/stdarg.h>
+
+#include "morsel.h"
+#include "pm.h"
+#include "pm_check.h"
+
+struct morsel_pm {
+	struct mpm_fs fs;		/* fs.used: the allocator's bitmap */
+	struct file *bdev_file;
+	struct dax_device *dax;
+	bool flush;
+	spinlock_t alloc_lock;		/* fs.used, hint, busy */
+	u64 hint;
+	struct list_head busy;
+	struct mutex ino_lock;
+	u64 ino_hint;
+	atomic64_t stores;
+};
+
+/* A data page freed while pinned, or a table waiting for its grace period. */
+struct pm_deferred {
+	union {
+		struct list_head node;
+		struct rcu_head rcu;
+	};
+	struct morsel_pm *pm;
+	u64 page;
+};
+
+static struct morsel_pm *PM(struct super_block *sb)
+{
+	return ((struct morsel_sb *)sb->s_fs_info)->pm;
+}
+
+static void *pm_addr(struct morsel_pm *pm, u64 page)
+{
+	return pm->fs.dev + page * PAGE_SIZE;
+}
+
+static u64 pm_page(struct morsel_pm *pm, const void *addr)
+{
+	return ((const u8 *)addr - pm->fs.dev) / PAGE_SIZE;
+}
+
+static u64 pm_offset(struct morsel_pm *pm, const void *addr)
+{
+	return (const u8 *)addr - pm->fs.dev;
+}
+
+/* ---- stores ---- */
+
+static void pm_persist(struct morsel_pm *pm, void *addr, size_t len)
+{
+	if (pm->flush) {
+		arch_wb_cache_pmem(addr, len);
+		wmb();
+	}
+}
+
+void morsel_pm_store(struct morsel_pm *pm, u64 *word, u64 val)
+{
+	WRITE_ONCE(*word, val);
+	pm_persist(pm, word, sizeof(*word));
+	atomic64_inc(&pm->stores);
+}
+
+u64 morsel_pm_xchg(struct morsel_pm *pm, u64 *word, u64 val)
+{
+	u64 old = xchg(word, val);
+
+	pm_persist(pm, word, sizeof(*word));
+	atomic64_inc(&pm->stores);
+	return old;
+}
+
+bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new)
+{
+	if (!try_cmpxchg64(word, old, new))
+		return false;
+	pm_persist(pm, word, sizeof(*word));
+	atomic64_inc(&pm->stores);
+	return true;
+}
+
+/* Bytes that are not metadata words: names, symlink targets, zeroes. */
+static void pm_write(struct morsel_pm *pm, void *dst, const void *src,
+		     size_t len)
+{
+	if (src)
+		memcpy(dst, src, len);
+	else
+		memset(dst, 0, len);
+	pm_persist(pm, dst, len);
+}
+
+/* pm_check.c's environment in the kernel. */
+void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val)
+{
+	morsel_pm_store(container_of(fs, struct morsel_pm, fs), word, val);
+}
+
+void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	if (kind == MPM_ERROR)
+		pr_err("morselfs: %pV\n", &vaf);
+	else
+		pr_info("morselfs: %pV\n", &vaf);
+	va_end(args);
+}
+
+/* ---- the page allocator ---- */
+
+/* Free the busy pages that are idle again.  Caller holds alloc_lock. */
+static void pm_reap_busy(struct morsel_pm *pm)
+{
+	struct pm_deferred *d, *next;
+
+	list_for_each_entry_safe(d, next, &pm->busy, node) {
+		if (page_ref_count(virt_to_page(pm_addr(pm, d->page))) != 1)
+			continue;
+		__clear_bit(d->page, (unsigned long *)pm->fs.used);
+		list_del(&d->node);
+		kfree(d);
+	}
+}
+
+/* A free page (now used), zeroed; 0 when the device is full. */
+static u64 pm_alloc_page(struct morsel_pm *pm)
+{
+	unsigned long *map = (unsigned long *)pm->fs.used;
+	u64 n = pm->fs.nr_pages, p;
+
+	spin_lock(&pm->alloc_lock);
+	p = find_next_zero_bit(map, n, pm->hint);
+	if (p >= n)
+		p = find_next_zero_bit(map, n, 1);
+	if (p >= n && !list_empty(&pm->busy)) {
+		pm_reap_busy(pm);
+		p = find_next_zero_bit(map, n, 1);
+	}
+	if (p < n) {
+		__set_bit(p, map);
+		pm->hint = p + 1;
+	} else {
+		p = 0;
+	}
+	spin_unlock(&pm->alloc_lock);
+	if (p)
+		pm_write(pm, pm_addr(pm, p), NULL, PAGE_SIZE);
+	return p;
+}
+
+static void pm_free_page(struct morsel_pm *pm, u64 page)
+{
+	spin_lock(&pm->alloc_lock);
+	__clear_bit(page, (unsigned long *)pm->fs.used);
+	spin_unlock(&pm->alloc_lock);
+}
+
+struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm)
+{
+	u64 p = pm_alloc_page(pm);
+
+	return p ? page_ptdesc(virt_to_page(pm_addr(pm, p))) : NULL;
+}
+
+static void pm_table_rcu(struct rcu_head *head)
+{
+	struct pm_deferred *d = container_of(head, struct pm_deferred, rcu);
+
+	pm_free_page(d->pm, d->page);
+	kfree(d);
+}
+
+/*
+ * Free a table (its destructor ran).  The buddy allocator would clear the
+ * words the split lock and the PMD's fields used; here we do, or the next
+ * constructor finds a stale lock pointer.  A published table waits for a
+ * grace period (tree.c), on a pm_deferred since its rcu_head would
+ * overwrite the pgmap.
+ */
+void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
+			  bool published)
+{
+	struct page *page = ptdesc_page(pt);
+	u64 p = pm_page(pm, page_address(page));
+	struct pm_deferred *d;
+
+	set_page_private(page, 0);
+	page->index = 0;
+	if (!published) {
+		pm_free_page(pm, p);
+		return;
+	}
+	d = kmalloc(sizeof(*d), GFP_KERNEL | __GFP_NOFAIL);
+	d->pm = pm;
+	d->page = p;
+	call_rcu(&d->rcu, pm_table_rcu);
+}
+
+struct page *morsel_pm_alloc_data(struct morsel_pm *pm)
+{
+	u64 p = pm_alloc_page(pm);
+
+	return p ? virt_to_page(pm_addr(pm, p)) : NULL;
+}
+
+/* A data page whose leaf is gone (and flushed): reusable once unpinned. */
+void morsel_pm_free_data(struct morsel_pm *pm, struct page *page)
+{
+	u64 p = pm_page(pm, page_address(page));
+	struct pm_deferred *d;
+
+	if (page_ref_count(page) == 1) {
+		pm_free_page(pm, p);
+		return;
+	}
+	d = kmalloc(sizeof(*d), GFP_KERNEL | __GFP_NOFAIL);
+	d->pm = pm;
+	d->page = p;
+	spin_lock(&pm->alloc_lock);
+	list_add(&d->node, &pm->busy);
+	spin_unlock(&pm->alloc_lock);
+}
+
+/* ---- small trees: directories and symbolic links ---- */
+
+static u64 pm_entry(struct morsel_pm *pm, u64 page, bool leaf)
+{
+	return (pm->fs.base + page * PAGE_SIZE) |
+	       (leaf ? MPM_E_LEAF : MPM_E_TABLE) | MPM_E_AD;
+}
+
+static u64 span_pages(unsigned int level)
+{
+	return 1ULL << (9 * level);
+}
+
+/*
+ * The data page at @pgoff of the tree whose root word is *@rootp, made
+ * present (zeroed) if @alloc; NULL if absent, or if the device is full.
+ * Raises the tree's order as needed: new tables above the old root, which
+ * becomes their entry 0, published by one store of the root word.  Only
+ * for trees nothing maps and one writer changes (the inode lock).
+ */
+static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff,
+			   bool alloc)
+{
+	u64 root = READ_ONCE(*rootp), e = root & ~MPM_ROOT_ORDER_MASK, *slot, p;
+	unsigned int order = e ? mpm_root_order(root) : 0, need = 0, level;
+
+	while (span_pages(need) <= pgoff)
+		need++;
+	if (need > order) {
+		if (!alloc)
+			return NULL;
+		for (level = order + 1; e && level <= need; level++) {
+			p = pm_alloc_page(pm);
+			if (!p)
+				return NULL;	/* leaked until the next mount */
+			morsel_pm_store(pm, pm_addr(pm, p), e);
+			e = pm_entry(pm, p, false);
+		}
+		if (e)
+			morsel_pm_store(pm, rootp, e | (u64)need << MPM_ROOT_ORDER_SHIFT);
+		order = need;
+	}
+	slot = rootp;
+	for (level = order; ; level--) {
+		e = READ_ONCE(*slot) & ~(slot == rootp ? MPM_ROOT_ORDER_MASK : 0);
+		if (!e) {
+			if (!alloc)
+				return NULL;
+			p = pm_alloc_page(pm);
+			if (!p)
+				return NULL;
+			e = pm_entry(pm, p, level == 0);
+			morsel_pm_store(pm, slot, slot == rootp ?
+					e | (u64)order << MPM_ROOT_ORDER_SHIFT : e);
+		}
+		p = ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE;
+		if (level == 0)
+			return pm_addr(pm, p);
+		slot = (u64 *)pm_addr(pm, p) +
+		       (pgoff / span_pages(level - 1)) % MPM_ENTRIES;
+	}
+}
+
+/* Free every page of a small tree, post-order, clearing each entry first. */
+static void pm_small_free(struct morsel_pm *pm, u64 *slot, int level, u64 mask)
+{
+	u64 e = READ_ONCE(*slot) & ~mask, p;
+	int i;
+
+	if (!e)
+		return;
+	p = ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE;
+	if (level > 0)
+		for (i = 0; i < MPM_ENTRIES; i++)
+			pm_small_free(pm, (u64 *)pm_addr(pm, p) + i, level - 1, 0);
+	morsel_pm_store(pm, slot, 0);
+	pm_free_page(pm, p);
+}
+
+/* ---- inode records ---- */
+
+static struct mpm_inode *pm_rec(struct morsel_pm *pm, u64 ino)
+{
+	return mpm_inode(&pm->fs, ino);
+}
+
+/* Store @val in @word unless it holds it already. */
+static void pm_set(struct morsel_pm *pm, u64 *word, u64 val)
+{
+	if (READ_ONCE(*word) != val)
+		morsel_pm_store(pm, word, val);
+}
+
+static u64 ts_ns(struct timespec64 ts)
+{
+	return timespec64_to_ns(&ts);
+}
+
+static u64 pm_owner(struct inode *inode)
+{
+	return (u64)i_uid_read(inode) | (u64)i_gid_read(inode) << 32;
+}
+
+/*
+ * A record for the new @inode (its i_ino becomes the record's number):
+ * every word first, the mode last.  Until a name refers to it, a crash
+ * leaves an orphan that the next mount reclaims.
+ */
+int morsel_pm_new_inode(struct inode *inode)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+	struct mpm_inode *rec = NULL;
+	u64 ino, now;
+
+	mutex_lock(&pm->ino_lock);
+	for (ino = max_t(u64, pm->ino_hint, MPM_ROOT_INO + 1); ino <= MPM_MAX_INO; ino++) {
+		rec = pm_small_page(pm, &mpm_super(&pm->fs)->itable,
+				    ino / MPM_INODES_PER_PAGE, true);
+		if (!rec)
+			break;
+		rec += ino % MPM_INODES_PER_PAGE;
+		if (!READ_ONCE(rec->mode))
+			break;
+		rec = NULL;
+	}
+	if (!rec) {
+		mutex_unlock(&pm->ino_lock);
+		return -ENOSPC;
+	}
+	now = ts_ns(inode_get_ctime(inode));
+	pm_set(pm, &rec->owner, pm_owner(inode));
+	pm_set(pm, &rec->size, i_size_read(inode));
+	pm_set(pm, &rec->root, 0);
+	pm_set(pm, &rec->min_order, 0);
+	pm_set(pm, &rec->bound, 0);
+	pm_set(pm, &rec->atime, now);
+	pm_set(pm, &rec->mtime, now);
+	pm_set(pm, &rec->ctime, now);
+	pm_set(pm, &rec->btime, now);
+	pm_set(pm, &rec->rdev, new_encode_dev(inode->i_rdev));
+	pm_set(pm, &rec->punch_start, 0);
+	pm_set(pm, &rec->punch_end, 0);
+	morsel_pm_store(pm, &rec->mode, inode->i_mode);
+	pm->ino_hint = ino + 1;
+	mutex_unlock(&pm->ino_lock);
+	inode->i_ino = ino;
+	if (S_ISREG(inode->i_mode)) {
+		struct morsel *m = inode->i_private;
+
+		m->rootp = &rec->root;
+	}
+	return 0;
+}
+
+/*
+ * The inode has no name left and nobody holds it: free its tree (a
+ * regular file's was freed by morsel_destroy), then the record (root word,
+ * then mode).  A crash in between leaves an orphan the next mount frees.
+ */
+void morsel_pm_free_inode(struct inode *inode)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+	struct mpm_inode *rec = pm_rec(pm, inode->i_ino);
+
+	if (!rec)
+		return;
+	pm_small_free(pm, &rec->root, mpm_root_order(rec->root), MPM_ROOT_ORDER_MASK);
+	morsel_pm_store(pm, &rec->mode, 0);
+	mutex_lock(&pm->ino_lock);
+	pm->ino_hint = min(pm->ino_hint, (u64)inode->i_ino);
+	mutex_unlock(&pm->ino_lock);
+}
+
+/* Mode, owner and times after a change (each word one store). */
+void morsel_pm_sync_inode(struct inode *inode)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+	struct mpm_inode *rec = pm_rec(pm, inode->i_ino);
+
+	pm_set(pm, &rec->mode, inode->i_mode);
+	pm_set(pm, &rec->owner, pm_owner(inode));
+	pm_set(pm, &rec->mtime, ts_ns(inode_get_mtime(inode)));
+	pm_set(pm, &rec->ctime, ts_ns(inode_get_ctime(inode)));
+}
+
+void morsel_size_changed(struct inode *inode)
+{
+	if (sb_pm(inode->i_sb))
+		morsel_pm_set_size(inode);
+}
+
+void morsel_pm_set_size(struct inode *inode)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+
+	pm_set(pm, &pm_rec(pm, inode->i_ino)->size, i_size_read(inode));
+}
+
+void morsel_pm_set_word(struct inode *inode, size_t field, u64 val)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+
+	pm_set(pm, (u64 *)((u8 *)pm_rec(pm, inode->i_ino) + field), val);
+}
+
+/* The target goes to the link's one data page; then its size. */
+int morsel_pm_symlink(struct inode *inode, const char *target, size_t len)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+	struct mpm_inode *rec = pm_rec(pm, inode->i_ino);
+	void *page;
+
+	if (len >= PAGE_SIZE)
+		return -ENAMETOOLONG;
+	page = pm_small_page(pm, &rec->root, 0, true);
+	if (!page)
+		return -ENOSPC;
+	pm_write(pm, page, target, len);
+	pm_set(pm, &rec->size, len);
+	return 0;
+}
+
+/* ---- names ---- */
+
+/*
+ * A free entry of @dir, appending a page (published, then the size) when
+ * every page is full.  The directory's i_private remembers the first page
+ * that may have room.
+ */
+static struct mpm_dirent *pm_free_slot(struct morsel_pm *pm, struct inode *dir)
+{
+	struct mpm_inode *d = pm_rec(pm, dir->i_ino);
+	u64 npages = d->size / PAGE_SIZE, p;
+	struct mpm_dirent *de;
+	int s;
+
+	for (p = (uintptr_t)dir->i_private; p < npages; p++) {
+		de = pm_small_page(pm, &d->root, p, false);
+		for (s = 0; de && s < MPM_DIRENTS_PER_PAGE; s++)
+			if (!READ_ONCE(de[s].word)) {
+				dir->i_private = (void *)(uintptr_t)p;
+				return &de[s];
+			}
+	}
+	de = pm_small_page(pm, &d->root, npages, true);
+	if (!de)
+		return NULL;
+	morsel_pm_store(pm, &d->size, (npages + 1) * PAGE_SIZE);
+	dir->i_private = (void *)(uintptr_t)npages;
+	return de;
+}
+
+/* Name, rename words, then the word that makes the entry live. */
+static void pm_fill_entry(struct morsel_pm *pm, struct mpm_dirent *de,
+			  const struct qstr *name, struct inode *inode,
+			  u64 replaces, u64 displaces)
+{
+	pm_write(pm, de->name, name->name, name->len);
+	pm_set(pm, &de->replaces, replaces);
+	pm_set(pm, &de->displaces, displaces);
+	morsel_pm_store(pm, &de->word, mpm_de_word(inode->i_ino, name->len,
+						  (inode->i_mode & S_IFMT) >> 12));
+}
+
+int morsel_pm_add_name(struct inode *dir, struct dentry *dentry,
+		       struct inode *inode)
+{
+	struct morsel_pm *pm = PM(dir->i_sb);
+	struct mpm_dirent *de;
+
+	if (dentry->d_name.len > MPM_NAME_MAX)
+		return -ENAMETOOLONG;
+	de = pm_free_slot(pm, dir);
+	if (!de)
+		return -ENOSPC;
+	pm_fill_entry(pm, de, &dentry->d_name, inode, 0, 0);
+	dentry->d_fsdata = (void *)(uintptr_t)pm_offset(pm, de);
+	return 0;
+}
+
+static struct mpm_dirent *pm_dentry_slot(struct morsel_pm *pm,
+					 struct dentry *dentry)
+{
+	return (struct mpm_dirent *)(pm->fs.dev + (uintptr_t)dentry->d_fsdata);
+}
+
+/* One store removes the name. */
+void morsel_pm_remove_name(struct inode *dir, struct dentry *dentry)
+{
+	struct morsel_pm *pm = PM(dir->i_sb);
+	struct mpm_dirent *de = pm_dentry_slot(pm, dentry);
+	u64 p = pm_page(pm, de);
+
+	morsel_pm_store(pm, &de->word, 0);
+	dentry->d_fsdata = NULL;
+	/* The page's index in the directory is not at hand: restart. */
+	if (p)
+		dir->i_private = NULL;
+}
+
+/*
+ * The new name is a new entry that says which entries it replaces (the
+ * old name) and displaces (an existing target); making it live is the
+ * rename's one commit store.  Then the old entries go, then the two words
+ * (a mount finishes these steps after a crash).
+ */
+int morsel_pm_rename(struct inode *old_dir, struct dentry *old_dentry,
+		     struct inode *new_dir, struct dentry *new_dentry)
+{
+	struct morsel_pm *pm = PM(old_dir->i_sb);
+	struct mpm_dirent *old = pm_dentry_slot(pm, old_dentry), *over = NULL;
+	struct mpm_dirent *de;
+
+	if (new_dentry->d_name.len > MPM_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (d_really_is_positive(new_dentry))
+		over = pm_dentry_slot(pm, new_dentry);
+	de = pm_free_slot(pm, new_dir);
+	if (!de)
+		return -ENOSPC;
+	pm_fill_entry(pm, de, &new_dentry->d_name, d_inode(old_dentry),
+		      pm_offset(pm, old), over ? pm_offset(pm, over) : 0);
+	morsel_pm_store(pm, &old->word, 0);
+	if (over)
+		morsel_pm_store(pm, &over->word, 0);
+	morsel_pm_store(pm, &de->replaces, 0);
+	if (over)
+		morsel_pm_store(pm, &de->displaces, 0);
+	old_dentry->d_fsdata = (void *)(uintptr_t)pm_offset(pm, de);
+	old_dir->i_private = NULL;
+	return 0;
+}
+
+/* ---- mount ---- */
+
+int morsel_pm_mount(struct super_block *sb, const char *path)
+{
+	struct morsel_sb *sbi = sb->s_fs_info;
+	struct morsel_pm *pm;
+	struct block_device *bdev;
+	u64 start_off = 0, nr;
+	void *kaddr;
+	pfn_t pfn;
+	long avail;
+	int id, err;
+
+	pm = kzalloc(sizeof(*pm), GFP_KERNEL);
+	if (!pm)
+		return -ENOMEM;
+	spin_lock_init(&pm->alloc_lock);
+	INIT_LIST_HEAD(&pm->busy);
+	mutex_init(&pm->ino_lock);
+	pm->bdev_file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE,
+					       sb, NULL);
+	if (IS_ERR(pm->bdev_file)) {
+		err = PTR_ERR(pm->bdev_file);
+		pm->bdev_file = NULL;
+		goto fail;
+	}
+	bdev = file_bdev(pm->bdev_file);
+	err = -EINVAL;
+	pm->dax = fs_dax_get_by_bdev(bdev, &start_off, sb, NULL);
+	if (!pm->dax) {
+		pr_err("morselfs: %s is not a DAX device (an fsdax pmem namespace)\n", path);
+		goto fail;
+	}
+	nr = bdev_nr_bytes(bdev) >> PAGE_SHIFT;
+	id = dax_read_lock();
+	avail = dax_direct_access(pm->dax, start_off >> PAGE_SHIFT, nr, DAX_ACCESS,
+				  &kaddr, &pfn);
+	dax_read_unlock(id);
+	if (avail < 0 || avail < nr) {
+		pr_err("morselfs: %s: only %ld of %llu pages are accessible\n",
+		       path, avail, nr);
+		err = avail < 0 ? avail : -EIO;
+		goto fail;
+	}
+	pm->fs.phys = PFN_PHYS(pfn_t_to_pfn(pfn));
+	if (kaddr != __va(pm->fs.phys)) {
+		pr_err("morselfs: %s is not in the direct map\n", path);
+		goto fail;
+	}
+	pm->flush = dax_write_cache_enabled(pm->dax);
+	pm->fs.dev = kaddr;
+	pm->fs.nr_pages = nr;
+	pm->fs.repair = true;
+	err = mpm_walk(&pm->fs);
+	if (err == -EINVAL)
+		pr_err("morselfs: %s holds no morselfs (morsel mkfs formats it)\n", path);
+	if (err)
+		goto fail;
+	if (pm->fs.st.errors) {
+		pr_err("morselfs: %s: %llu errors; morsel fsck lists them\n",
+		       path, pm->fs.st.errors);
+		err = -EUCLEAN;
+		goto fail;
+	}
+	if (pm->fs.st.stores)
+		pr_info("morselfs: %s recovered: %llu orphans, %llu renames, %llu punches, %llu pages freed, %llu entries relocated\n",
+			path, pm->fs.st.orphans, pm->fs.st.renames,
+			pm->fs.st.punches, pm->fs.st.leaked_pages,
+			pm->fs.st.relocated);
+	pm->hint = 1;
+	pm->ino_hint = MPM_ROOT_INO + 1;
+	sbi->pm = pm;
+	return 0;
+fail:
+	mpm_fs_release(&pm->fs);
+	if (pm->dax)
+		fs_put_dax(pm->dax, sb);
+	if (pm->bdev_file)
+		bdev_fput(pm->bdev_file);
+	kfree(pm);
+	return err;
+}
+
+/* Pages and tables of a loaded tree, for its morsel's counters. */
+static void pm_count(struct morsel_pm *pm, struct morsel *m, u64 e, int level)
+{
+	u64 *t;
+	int i;
+
+	if (!e)
+		return;
+	if (!level) {
+		atomic_long_inc(&m->nr_pages);
+		return;
+	}
+	atomic_long_inc(&m->nr_tables[level - 1]);
+	t = pm_addr(pm, ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE);
+	for (i = 0; i < MPM_ENTRIES; i++)
+		pm_count(pm, m, READ_ONCE(t[i]), level - 1);
+}
+
+static struct timespec64 ns_ts(u64 ns)
+{
+	return ns_to_timespec64(ns);
+}
+
+/* The VFS inode of record @ino (one per inode, whatever its names). */
+static struct inode *pm_iget(struct super_block *sb, u64 ino)
+{
+	struct morsel_pm *pm = PM(sb);
+	struct mpm_inode *rec = pm_rec(pm, ino);
+	struct inode *inode = iget_locked(sb, ino);
+	int err;
+
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (!(inode->i_state & I_NEW))
+		return inode;
+	err = morsel_setup_inode(inode, rec->mode, new_decode_dev(rec->rdev));
+	if (err) {
+		iget_failed(inode);
+		return ERR_PTR(err);
+	}
+	i_uid_write(inode, (u32)rec->owner);
+	i_gid_write(inode, rec->owner >> 32);
+	inode->i_size = S_ISDIR(rec->mode) ? 0 : rec->size;
+	inode_set_atime_to_ts(inode, ns_ts(rec->atime));
+	inode_set_mtime_to_ts(inode, ns_ts(rec->mtime));
+	inode_set_ctime_to_ts(inode, ns_ts(rec->ctime));
+	if (!S_ISDIR(inode->i_mode))
+		set_nlink(inode, pm->fs.links[ino]);
+	if (S_ISREG(inode->i_mode)) {
+		struct morsel *m = inode->i_private;
+		int order = morsel_order_for_size(rec->size);
+
+		m->rootp = &rec->root;
+		m->min_order = rec->min_order;
+		m->bound = rec->bound;
+		if (rec->root)
+			m->order = mpm_root_order(rec->root);
+		else
+			m->order = max_t(int, order, rec->min_order);
+		pm_count(pm, m, rec->root & ~MPM_ROOT_ORDER_MASK,
+			 mpm_root_order(rec->root));
+		atomic_long_add(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
+		for (order = 0; order < MORSEL_TABLE_LEVELS; order++)
+			atomic_long_add(atomic_long_read(&m->nr_tables[order]),
+					&morsel_stat_tables);
+	} else if (S_ISLNK(inode->i_mode)) {
+		void *page = pm_small_page(pm, &rec->root, 0, false);
+
+		inode->i_link = kmemdup_nul(page ? page : "", page ? rec->size : 0,
+					    GFP_KERNEL);
+		if (!inode->i_link) {
+			iget_failed(inode);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	morsel_account_loaded(inode);
+	unlock_new_inode(inode);
+	return inode;
+}
+
+struct pm_load {
+	struct list_head node;
+	struct dentry *dentry;
+};
+
+/* Give the directory @parent a dentry for every live entry on the device. */
+static int pm_load_dir(struct super_block *sb, struct dentry *parent,
+		       struct list_head *todo, char *name)
+{
+	struct morsel_pm *pm = PM(sb);
+	struct inode *dir = d_inode(parent);
+	struct mpm_inode *d = pm_rec(pm, dir->i_ino);
+	u64 p;
+	int s;
+
+	for (p = 0; p < d->size / PAGE_SIZE; p++) {
+		struct mpm_dirent *de = pm_small_page(pm, &d->root, p, false);
+
+		for (s = 0; de && s < MPM_DIRENTS_PER_PAGE; s++, de++) {
+			u64 word = READ_ONCE(de->word);
+			struct inode *inode;
+			struct dentry *dentry;
+			struct pm_load *l;
+
+			if (!word)
+				continue;
+			memcpy(name, de->name, mpm_de_len(word));
+			name[mpm_de_len(word)] = 0;
+			inode = pm_iget(sb, mpm_de_ino(word));
+			if (IS_ERR(inode))
+				return PTR_ERR(inode);
+			dentry = d_alloc_name(parent, name);
+			if (!dentry) {
+				iput(inode);
+				return -ENOMEM;
+			}
+			dentry->d_fsdata = (void *)(uintptr_t)pm_offset(pm, de);
+			d_add(dentry, inode);	/* pinned, as ramfs's */
+			if (!S_ISDIR(inode->i_mode))
+				continue;
+			inc_nlink(dir);
+			l = kmalloc(sizeof(*l), GFP_KERNEL);
+			if (!l)
+				return -ENOMEM;
+			l->dentry = dentry;
+			list_add_tail(&l->node, todo);
+		}
+	}
+	return 0;
+}
+
+/* The root directory with every name under it, breadth first. */
+struct inode *morsel_pm_load(struct super_block *sb)
+{
+	struct morsel_pm *pm = PM(sb);
+	struct pm_load *l, *next;
+	LIST_HEAD(todo);
+	struct inode *root;
+	char *name;
+	int err = 0;
+
+	root = pm_iget(sb, MPM_ROOT_INO);
+	if (IS_ERR(root))
+		return root;
+	sb->s_root = d_make_root(root);
+	if (!sb->s_root)
+		return ERR_PTR(-ENOMEM);
+	name = kmalloc(MPM_NAME_MAX + 1, GFP_KERNEL);
+	if (!name)
+		return ERR_PTR(-ENOMEM);
+	err = pm_load_dir(sb, sb->s_root, &todo, name);
+	list_for_each_entry_safe(l, next, &todo, node) {
+		if (!err)
+			err = pm_load_dir(sb, l->dentry, &todo, name);
+		list_del(&l->node);
+		kfree(l);
+	}
+	kfree(name);
+	mpm_free(pm->fs.links);
+	pm->fs.links = NULL;
+	return err ? ERR_PTR(err) : root;
+}
+
+void morsel_pm_unmount(struct super_block *sb)
+{
+	struct morsel_pm *pm = PM(sb);
+	struct pm_deferred *d, *next;
+
+	if (!pm)
+		return;
+	rcu_barrier();		/* tables waiting for a grace period */
+	list_for_each_entry_safe(d, next, &pm->busy, node)
+		kfree(d);	/* still pinned: free again at the next mount */
+	mpm_fs_release(&pm->fs);
+	fs_put_dax(pm->dax, sb);
+	bdev_fput(pm->bdev_file);
+	kfree(pm);
+}
+
+/* statfs: the device's pages, the free ones from the allocator. */
+void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree)
+{
+	struct morsel_pm *pm = PM(sb);
+	unsigned long used;
+
+	spin_lock(&pm->alloc_lock);
+	used = bitmap_weight((unsigned long *)pm->fs.used, pm->fs.nr_pages);
+	spin_unlock(&pm->alloc_lock);
+	*blocks = pm->fs.nr_pages;
+	*bfree = pm->fs.nr_pages - used;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Persistent instances of morselfs (pm.c); docs/persistence.md. */
+#ifndef MORSEL_PM_H
+#define MORSEL_PM_H
+
+#include <linux/fs.h>
+#include "pm_format.h"
+
+struct morsel_pm;
+struct ptdesc;
+
+/* The device's metadata stores: the only writes of metadata (pm.c). */
+void morsel_pm_store(struct morsel_pm *pm, u64 *word, u64 val);
+u64 morsel_pm_xchg(struct morsel_pm *pm, u64 *word, u64 val);
+bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new);
+
+/* Pages of the device: zeroed on allocation; NULL when it is full. */
+struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm);
+void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
+			  bool published);
+struct page *morsel_pm_alloc_data(struct morsel_pm *pm);
+void morsel_pm_free_data(struct morsel_pm *pm, struct page *page);
+
+/* Mounting (fs.c). */
+int morsel_pm_mount(struct super_block *sb, const char *path);
+struct inode *morsel_pm_load(struct super_block *sb);
+void morsel_pm_unmount(struct super_block *sb);
+void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree);
+
+/* Inodes and names (fs.c), under the VFS's locks. */
+int morsel_pm_new_inode(struct inode *inode);
+void morsel_pm_free_inode(struct inode *inode);
+void morsel_pm_sync_inode(struct inode *inode);
+int morsel_pm_add_name(struct inode *dir, struct dentry *dentry,
+		       struct inode *inode);
+void morsel_pm_remove_name(struct inode *dir, struct dentry *dentry);
+int morsel_pm_rename(struct inode *old_dir, struct dentry *old_dentry,
+		     struct inode *new_dir, struct dentry *new_dentry);
+int morsel_pm_symlink(struct inode *inode, const char *target, size_t len);
+void morsel_pm_set_size(struct inode *inode);
+void morsel_pm_set_word(struct inode *inode, size_t field, u64 val);
+
+#define MORSEL_PM_FIELD(f)	offsetof(struct mpm_inode, f)
+
+#endif /* MORSEL_PM_H */
