@@ -317,6 +317,8 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		}
 		copied = copy_page_from_iter(page, off, n, from);
+		if (m->pm)
+			morsel_pm_wrote(m->pm, page_address(page) + off, copied);
 		done += copied;
 		pos += copied;
 		if (copied < n) {

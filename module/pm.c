@@ -41,6 +41,7 @@
 #include "morsel.h"
 #include "pm.h"
 #include "pm_check.h"
+#include "pm_log.h"
 
 struct morsel_pm {
 	struct mpm_fs fs;		/* fs.used: the allocator's bitmap */
@@ -97,14 +98,19 @@ static void pm_persist(struct morsel_pm *pm, void *addr, size_t len)
 
 void morsel_pm_store(struct morsel_pm *pm, u64 *word, u64 val)
 {
-	WRITE_ONCE(*word, val);
+	if (unlikely(READ_ONCE(morsel_pm_log_on)))
+		morsel_pm_log_store(pm_offset(pm, word), word, val);
+	else
+		WRITE_ONCE(*word, val);
 	pm_persist(pm, word, sizeof(*word));
 	atomic64_inc(&pm->stores);
 }
 
 u64 morsel_pm_xchg(struct morsel_pm *pm, u64 *word, u64 val)
 {
-	u64 old = xchg(word, val);
+	u64 old = unlikely(READ_ONCE(morsel_pm_log_on)) ?
+		  morsel_pm_log_xchg(pm_offset(pm, word), word, val) :
+		  xchg(word, val);
 
 	pm_persist(pm, word, sizeof(*word));
 	atomic64_inc(&pm->stores);
@@ -113,8 +119,12 @@ u64 morsel_pm_xchg(struct morsel_pm *pm, u64 *word, u64 val)
 
 bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new)
 {
-	if (!try_cmpxchg64(word, old, new))
+	if (unlikely(READ_ONCE(morsel_pm_log_on))) {
+		if (!morsel_pm_log_cmpxchg(pm_offset(pm, word), word, old, new))
+			return false;
+	} else if (!try_cmpxchg64(word, old, new)) {
 		return false;
+	}
 	pm_persist(pm, word, sizeof(*word));
 	atomic64_inc(&pm->stores);
 	return true;
@@ -124,11 +134,21 @@ bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new)
 static void pm_write(struct morsel_pm *pm, void *dst, const void *src,
 		     size_t len)
 {
-	if (src)
+	if (unlikely(READ_ONCE(morsel_pm_log_on)))
+		morsel_pm_log_bytes(pm_offset(pm, dst), dst, src, len);
+	else if (src)
 		memcpy(dst, src, len);
 	else
 		memset(dst, 0, len);
 	pm_persist(pm, dst, len);
+}
+
+/* Data the file's write path copied into a device page. */
+void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len)
+{
+	pm_persist(pm, addr, len);
+	if (unlikely(READ_ONCE(morsel_pm_log_on)))
+		morsel_pm_log_written(pm_offset(pm, addr), addr, len);
 }
 
 /* pm_check.c's environment in the kernel. */

@@ -161,4 +161,18 @@ static inline unsigned int mpm_de_type(__u64 word)
 	return (word >> MPM_DE_TYPE_SHIFT) & 0xf;
 }
 
+/*
+ * The store log (module/pm_log.c, read by tests/pm_crash): a record, then
+ * @len bytes: a store's 8-byte value, or bytes written at @offset.
+ */
+struct mpm_log_rec {
+	__u64 offset;		/* device offset */
+	__u32 len;
+	__u32 kind;		/* MPM_LOG_* */
+};
+
+#define MPM_LOG_STORE		1
+#define MPM_LOG_BYTES		2
+#define MPM_LOG_MARK		3	/* an operation ends here */
+
 #endif /* MORSEL_PM_FORMAT_H */

@@ -10,6 +10,7 @@
 #include <linux/sysfs.h>
 
 #include "morsel.h"
+#include "pm_log.h"
 
 atomic_long_t morsel_stat_pages;
 atomic_long_t morsel_stat_tables;
@@ -52,6 +53,11 @@ int morsel_stats_init(void)
 	if (!morsel_kobj)
 		return -ENOMEM;
 	err = sysfs_create_group(morsel_kobj, &morsel_attr_group);
+	if (!err) {
+		err = morsel_pm_log_init(morsel_kobj);
+		if (err)
+			sysfs_remove_group(morsel_kobj, &morsel_attr_group);
+	}
 	if (err)
 		kobject_put(morsel_kobj);
 	return err;
@@ -59,5 +65,6 @@ int morsel_stats_init(void)
 
 void morsel_stats_exit(void)
 {
+	morsel_pm_log_exit(morsel_kobj);
 	kobject_put(morsel_kobj);
 }

@@ -442,6 +442,9 @@ void morsel_zero_range(struct morsel *m, u64 start, u64 end)
 
 		if (page)
 			memzero_page(page, offset_in_page(start), stop - start);
+		if (page && m->pm)
+			morsel_pm_wrote(m->pm, page_address(page) +
+					offset_in_page(start), stop - start);
 		start = stop;
 	}
 }
