@@ -16,7 +16,7 @@ BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache ben
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
-BINS    += tests/preload_test
+BINS    += tests/preload_test tests/pmem_test
 # The LD_PRELOAD shim (preload/): libmorsel's code built into it, hidden,
 # so it needs no libmorsel.so; it exports only the functions it interposes.
 PRELOAD := preload/libmorsel-preload.so
@@ -106,6 +106,9 @@ tests/errors_test: tests/errors_test.c tests/ksft_util.h $(LIB)
 
 tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/probe/probe.h $(PM_DEPS) $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
 
 tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)

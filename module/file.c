@@ -44,7 +44,7 @@
 #include <linux/uio.h>
 
 #include "morsel.h"
-#include "pm.h"
+#include "morsel_pm.h"
 
 static struct morsel *file_morsel(struct file *file)
 {

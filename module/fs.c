@@ -58,7 +58,7 @@
 #include <linux/xattr.h>
 
 #include "morsel.h"
-#include "pm.h"
+#include "morsel_pm.h"
 
 /* Inode space one inode takes from nr_inodes= (tmpfs: BOGO_INODE_SIZE). */
 #define MORSEL_BOGO_INODE 1024

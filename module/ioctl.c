@@ -25,7 +25,7 @@
 #include <linux/uaccess.h>
 
 #include "morsel.h"
-#include "pm.h"
+#include "morsel_pm.h"
 
 static bool all_zero(const void *p, size_t len)
 {

@@ -39,7 +39,7 @@
 #include <linux/stdarg.h>
 
 #include "morsel.h"
-#include "pm.h"
+#include "morsel_pm.h"
 #include "pm_check.h"
 #include "pm_log.h"
 
@@ -838,7 +838,7 @@ static int pm_load_dir(struct super_block *sb, struct dentry *parent,
 struct inode *morsel_pm_load(struct super_block *sb)
 {
 	struct morsel_pm *pm = PM(sb);
-	struct pm_load *l, *next;
+	struct pm_load *l;
 	LIST_HEAD(todo);
 	struct inode *root;
 	char *name;
@@ -854,7 +854,9 @@ struct inode *morsel_pm_load(struct super_block *sb)
 	if (!name)
 		return ERR_PTR(-ENOMEM);
 	err = pm_load_dir(sb, sb->s_root, &todo, name);
-	list_for_each_entry_safe(l, next, &todo, node) {
+	/* Directories found on the way join the end of the list. */
+	while (!list_empty(&todo)) {
+		l = list_first_entry(&todo, struct pm_load, node);
 		if (!err)
 			err = pm_load_dir(sb, l->dentry, &todo, name);
 		list_del(&l->node);

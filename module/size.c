@@ -27,7 +27,7 @@
 #include <linux/pagemap.h>
 
 #include "morsel.h"
-#include "pm.h"
+#include "morsel_pm.h"
 
 /* ---- the size limit ---- */
 

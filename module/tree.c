@@ -63,7 +63,7 @@
 #include <asm/pgalloc.h>
 
 #include "morsel.h"
-#include "pm.h"
+#include "morsel_pm.h"
 
 #define ENTRY_TABLE	((mentry_t)_PAGE_TABLE)
 #define DATA_GFP	(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)

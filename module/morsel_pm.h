@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Persistent instances of morselfs (pm.c); docs/persistence.md. */
-#ifndef MORSEL_PM_H
-#define MORSEL_PM_H
+#ifndef MORSEL_MORSEL_PM_H
+#define MORSEL_MORSEL_PM_H
 
 #include <linux/fs.h>
 #include "pm_format.h"
@@ -44,4 +44,4 @@ void morsel_pm_set_word(struct inode *inode, size_t field, u64 val);
 
 #define MORSEL_PM_FIELD(f)	offsetof(struct mpm_inode, f)
 
-#endif /* MORSEL_PM_H */
+#endif /* MORSEL_MORSEL_PM_H */

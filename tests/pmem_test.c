@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pmem_test: a persistent morselfs (mount -o pmem=DEV) on the VM's
+ * emulated NVDIMM ($MORSEL_PMEM, vm/run --pmem): what survives an unmount
+ * (names, directories, modes, owners, sizes, orders, minimum orders, bound
+ * addresses, hard and symbolic links, special files, data written and
+ * stored through mappings), that mappings are walked through the device's
+ * memory, space coming back, a full device, every refused input, and
+ * `morsel fsck`'s findings and repairs on a damaged device.  Reboots, moves
+ * and power cuts are tests/pmem_reboot_test and tests/powercut; every crash
+ * state of single operations is tests/pm_crash.
+ *
+ * kselftest harness: every TEST runs in its own child process, each with a
+ * freshly formatted device mounted at DIR (the fixture).  No locking.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+#include "ksft_util.h"
+#include "pm.h"
+#include "probe/probe.h"
+
+#define MiB (1024ULL * 1024)
+#define PG 4096ULL
+#define DIR "/tmp/pmem-test"
+
+static const char *dev(void)
+{
+	const char *d = getenv("MORSEL_PMEM");
+
+	return d && *d ? d : NULL;
+}
+
+static const char *p(const char *name)
+{
+	static char buf[4][512];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), DIR "/%s", name);
+	return buf[i];
+}
+
+static int run(const char *cmd)
+{
+	int status = system(cmd);
+
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* `morsel fsck ARGS DEV`'s exit code (its output is dropped). */
+static int fsck(const char *args)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "tools/morsel fsck %s %s > /dev/null", args, dev());
+	return run(cmd);
+}
+
+static int do_mount(void)
+{
+	char opts[128];
+
+	snprintf(opts, sizeof(opts), "pmem=%s", dev());
+	return mount("none", DIR, "morselfs", 0, opts);
+}
+
+static int remount(void)
+{
+	if (umount(DIR))
+		return -1;
+	return do_mount();
+}
+
+static void put(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd >= 0) {
+		if (write(fd, s, strlen(s)) < 0)
+			perror(path);
+		close(fd);
+	}
+}
+
+static char *get(const char *path)
+{
+	static char buf[4096];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n < 0 ? 0 : n] = 0;
+	return buf;
+}
+
+static unsigned long long free_pages(void)
+{
+	struct statfs s;
+
+	return statfs(DIR, &s) ? 0 : s.f_bfree;
+}
+
+/* Byte @i of test pattern @seed. */
+static unsigned char pat(unsigned long long i, unsigned int seed)
+{
+	return (i * 2654435761ULL + seed) >> 11;
+}
+
+FIXTURE(pm) {
+	int unused;
+};
+
+FIXTURE_SETUP(pm)
+{
+	if (!dev())
+		SKIP(return, "no $MORSEL_PMEM (vm/run --pmem FILE:SIZE)");
+	mkdir(DIR, 0755);
+	umount(DIR);
+	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
+	ASSERT_EQ(0, do_mount()) TH_LOG("mount: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(pm)
+{
+	if (dev()) {
+		umount(DIR);
+		/* Every test leaves a device fsck finds clean. */
+		EXPECT_EQ(0, fsck("-n"));
+	}
+}
+
+TEST_F(pm, empty_file_system)
+{
+	struct statfs s;
+	struct stat st;
+
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(MORSELFS_MAGIC, s.f_type);
+	EXPECT_LT(s.f_bfree, s.f_blocks);
+	EXPECT_LT(s.f_blocks - s.f_bfree, 8);	/* super block, inode table, root */
+	ASSERT_EQ(0, stat(DIR, &st));
+	EXPECT_EQ(S_IFDIR | 01777, st.st_mode);
+	EXPECT_EQ(2, st.st_nlink);
+}
+
+/* Everything a name carries, written, unmounted, mounted, compared. */
+TEST_F(pm, names_and_attributes_survive_unmount)
+{
+	struct morsel_stat ms;
+	struct stat st;
+	char target[64];
+	int fd;
+
+	ASSERT_EQ(0, mkdir(p("d"), 0750));
+	ASSERT_EQ(0, mkdir(p("d/e"), 0700));
+	put(p("d/e/f"), "deep");
+	put(p("a"), "alpha");
+	ASSERT_EQ(0, chmod(p("a"), 0604));
+	ASSERT_EQ(0, chown(p("a"), 1234, 5678));
+	ASSERT_EQ(0, link(p("a"), p("d/a2")));
+	ASSERT_EQ(0, symlink("../a", p("d/sym")));
+	ASSERT_EQ(0, mknod(p("fifo"), S_IFIFO | 0640, 0));
+	ASSERT_EQ(0, mknod(p("chr"), S_IFCHR | 0600, makedev(1, 3)));
+	fd = morsel_create(p("big"), 3 * MiB, 0640);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_set_min_order(fd, 3));
+	ASSERT_EQ(0, morsel_bind(fd, 1ULL << 39));
+	ASSERT_EQ(6, pwrite(fd, "middle", 6, 2 * MiB + 5));
+	close(fd);
+	ASSERT_EQ(0, rename(p("d/e/f"), p("d/f")));
+
+	ASSERT_EQ(0, remount());
+	EXPECT_STREQ("alpha", get(p("a")));
+	EXPECT_STREQ("alpha", get(p("d/a2")));
+	EXPECT_STREQ("alpha", get(p("d/sym")));
+	EXPECT_STREQ("deep", get(p("d/f")));
+	EXPECT_EQ(-1, access(p("d/e/f"), F_OK));
+	ASSERT_EQ(0, lstat(p("a"), &st));
+	EXPECT_EQ(S_IFREG | 0604, st.st_mode);
+	EXPECT_EQ(1234, st.st_uid);
+	EXPECT_EQ(5678, st.st_gid);
+	EXPECT_EQ(2, st.st_nlink);
+	EXPECT_EQ(5, st.st_size);
+	ASSERT_EQ(0, lstat(p("d"), &st));
+	EXPECT_EQ(S_IFDIR | 0750, st.st_mode);
+	EXPECT_EQ(3, st.st_nlink);	/* ., its name, e/.. */
+	ASSERT_EQ(0, lstat(p("d/e"), &st));
+	EXPECT_EQ(S_IFDIR | 0700, st.st_mode);
+	ASSERT_EQ(4, readlink(p("d/sym"), target, sizeof(target)));
+	EXPECT_EQ(0, memcmp(target, "../a", 4));
+	ASSERT_EQ(0, lstat(p("fifo"), &st));
+	EXPECT_EQ(S_IFIFO | 0640, st.st_mode);
+	ASSERT_EQ(0, lstat(p("chr"), &st));
+	EXPECT_EQ(S_IFCHR | 0600, st.st_mode);
+	EXPECT_EQ(makedev(1, 3), st.st_rdev);
+	fd = open(p("big"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(3 * MiB, ms.size);
+	EXPECT_EQ(3, ms.order);
+	EXPECT_EQ(3, ms.min_order);
+	EXPECT_EQ(1ULL << 39, ms.bound);
+	EXPECT_EQ(1, ms.pages);
+	EXPECT_EQ(3, ms.tables[0] + ms.tables[1] + ms.tables[2]);
+	{
+		char buf[8] = { 0 };
+
+		ASSERT_EQ(6, pread(fd, buf, 6, 2 * MiB + 5));
+		EXPECT_STREQ("middle", buf);
+	}
+	close(fd);
+}
+
+/* The process's own page tables lead into the device: PMD and PTE tables. */
+TEST_F(pm, mapping_walks_device_memory)
+{
+	unsigned long long lo = ~0ULL, hi = 0, a, b;
+	size_t bad = 4 * MiB;
+	char line[256];
+	int fd, probe;
+	FILE *f;
+	unsigned char *m;
+	struct probe_entries e;
+	size_t i;
+
+	f = fopen("/proc/iomem", "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "Persistent Memory") &&
+		    sscanf(line, " %llx-%llx", &a, &b) == 2) {
+			lo = a < lo ? a : lo;
+			hi = b > hi ? b : hi;
+		}
+	fclose(f);
+	ASSERT_LT(lo, hi);
+	fd = morsel_create(p("m"), 4 * MiB, 0644);
+	ASSERT_LE(0, fd);
+	m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	for (i = 0; i < 4 * MiB; i += 997)
+		m[i] = pat(i, 1);
+	probe = open("/dev/morsel_probe", O_RDONLY);
+	ASSERT_LE(0, probe);
+	e.addr = (uintptr_t)m + 3 * MiB;
+	ASSERT_EQ(0, ioctl(probe, PROBE_IOC_ENTRIES, &e));
+	close(probe);
+	/* The PUD entry is the mount entry: it points at the morsel's PMD
+	 * table; that table and the PTE table below it are device pages. */
+	for (i = 2; i <= 4; i++) {
+		a = e.entry[i] & 0x000ffffffffff000ULL;
+		EXPECT_TRUE(a >= lo && a < hi) TH_LOG("level %zu entry %#llx outside [%#llx, %#llx]",
+						     i, e.entry[i], lo, hi);
+	}
+	munmap(m, 4 * MiB);
+	close(fd);
+	ASSERT_EQ(0, remount());
+	fd = open(p("m"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	m = mmap(NULL, 4 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	for (i = 0; i < 4 * MiB; i += 997)
+		if (m[i] != pat(i, 1)) {
+			bad = i;
+			break;
+		}
+	EXPECT_EQ(4 * MiB, bad);
+	munmap(m, 4 * MiB);
+	close(fd);
+}
+
+/*
+ * Pages and tables go back to the device when names and data go; freed
+ * tables wait for an RCU grace period (a lockless walker may be in them),
+ * at most a few here, and all are back after an unmount.
+ */
+TEST_F(pm, space_comes_back)
+{
+	unsigned long long before, during;
+	int fd;
+
+	put(p("keep"), "");	/* the root directory's first page stays */
+	before = free_pages();
+	fd = morsel_create(p("f"), 8 * MiB, 0644);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_populate(fd, 0, 8 * MiB));
+	during = free_pages();
+	EXPECT_GE(before - during, 2048 + 4);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4 * MiB));
+	EXPECT_GE(free_pages() - during, 1024);
+	close(fd);
+	ASSERT_EQ(0, unlink(p("f")));
+	EXPECT_LE(before - free_pages(), 5);
+	ASSERT_EQ(0, mkdir(p("d"), 0755));
+	put(p("d/x"), "x");
+	ASSERT_EQ(0, unlink(p("d/x")));
+	ASSERT_EQ(0, rmdir(p("d")));
+	EXPECT_LE(before - free_pages(), 5);
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(before, free_pages());
+}
+
+/* An open file without a name keeps its pages until the last close. */
+TEST_F(pm, unlinked_open_file_freed_at_close)
+{
+	unsigned long long before;
+	char buf[4];
+	int fd;
+
+	put(p("keep"), "");	/* the root directory's first page stays */
+	before = free_pages();
+	fd = open(p("t"), O_RDWR | O_CREAT, 0644);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, unlink(p("t")));
+	ASSERT_EQ(4, pwrite(fd, "gone", 4, 5 * MiB));
+	ASSERT_EQ(4, pread(fd, buf, 4, 5 * MiB));
+	EXPECT_EQ(0, memcmp(buf, "gone", 4));
+	EXPECT_LT(free_pages(), before);
+	close(fd);
+	EXPECT_LE(before - free_pages(), 2);	/* tables in their grace period */
+	fd = open(DIR, O_TMPFILE | O_RDWR, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, pwrite(fd, "temp", 4, 0));
+	close(fd);
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(before, free_pages());
+}
+
+/* A full device: -ENOSPC, and what was written before is all there. */
+TEST_F(pm, full_device_enospc_nothing_lost)
+{
+	static unsigned char buf[256 * 1024];
+	unsigned long long off = 0, i;
+	int fd = open(p("fill"), O_RDWR | O_CREAT, 0644);
+	ssize_t n;
+
+	ASSERT_LE(0, fd);
+	put(p("small"), "kept");
+	for (;;) {
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = pat(off + i, 2);
+		n = write(fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_GT(off, 16 * MiB);
+	close(fd);
+	/* A new name needs no page here; its first byte does. */
+	fd = open(p("more"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, write(fd, "m", 1));
+	EXPECT_EQ(ENOSPC, errno);
+	close(fd);
+	ASSERT_EQ(0, remount());
+	EXPECT_STREQ("kept", get(p("small")));
+	fd = open(p("fill"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	{
+		struct stat st;
+
+		ASSERT_EQ(0, fstat(fd, &st));
+		EXPECT_EQ(off, (unsigned long long)st.st_size);
+	}
+	for (i = 0; i < off; i += sizeof(buf)) {
+		size_t k, len = off - i < sizeof(buf) ? off - i : sizeof(buf);
+
+		ASSERT_EQ((ssize_t)len, pread(fd, buf, len, i));
+		for (k = 0; k < len; k++)
+			if (buf[k] != pat(i + k, 2))
+				break;
+		ASSERT_EQ(len, k) TH_LOG("byte %llu differs", i + k);
+	}
+	close(fd);
+	ASSERT_EQ(0, unlink(p("fill")));
+	fd = open(p("more"), O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1, write(fd, "m", 1));
+	close(fd);
+}
+
+/* Renames keep one name per file, whatever they replace or move. */
+TEST_F(pm, renames_survive)
+{
+	ASSERT_EQ(0, mkdir(p("x"), 0755));
+	ASSERT_EQ(0, mkdir(p("y"), 0755));
+	put(p("x/one"), "1");
+	put(p("y/two"), "2");
+	ASSERT_EQ(0, rename(p("x/one"), p("y/two")));	/* over a file */
+	ASSERT_EQ(0, rename(p("y"), p("x/y")));		/* a directory, moved */
+	ASSERT_EQ(0, mkdir(p("z"), 0755));
+	ASSERT_EQ(0, rename(p("z"), p("x/y/z")));
+	ASSERT_EQ(0, remount());
+	EXPECT_STREQ("1", get(p("x/y/two")));
+	EXPECT_EQ(-1, access(p("x/one"), F_OK));
+	EXPECT_EQ(-1, access(p("y"), F_OK));
+	EXPECT_EQ(0, access(p("x/y/z"), F_OK));
+	{
+		struct stat st;
+
+		ASSERT_EQ(0, stat(p("x"), &st));
+		EXPECT_EQ(3, st.st_nlink);
+		ASSERT_EQ(0, stat(p("x/y"), &st));
+		EXPECT_EQ(3, st.st_nlink);
+	}
+}
+
+/* Every refused input names its reason. */
+TEST_F(pm, refused_inputs)
+{
+	char name[300], opts[128];
+
+	memset(name, 'n', sizeof(name));
+	strcpy(name + 256, "");
+	put(p("a"), "a");
+	put(p("b"), "b");
+	/* Two names in one store are impossible: exchange and whiteout. */
+	EXPECT_EQ(-1, renameat2(AT_FDCWD, p("a"), AT_FDCWD, p("b"), RENAME_EXCHANGE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, renameat2(AT_FDCWD, p("a"), AT_FDCWD, p("c"), RENAME_NOREPLACE));
+	EXPECT_EQ(-1, renameat2(AT_FDCWD, p("c"), AT_FDCWD, p("b"), RENAME_NOREPLACE));
+	EXPECT_EQ(EEXIST, errno);
+	EXPECT_EQ(-1, open(p(name), O_CREAT | O_RDWR, 0644));
+	EXPECT_EQ(ENAMETOOLONG, errno);
+	/* The device is taken while mounted. */
+	snprintf(opts, sizeof(opts), "pmem=%s", dev());
+	mkdir("/tmp/pmem-test2", 0755);
+	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, opts));
+	EXPECT_EQ(EBUSY, errno);
+	EXPECT_NE(0, run("tools/morsel mkfs -f $MORSEL_PMEM 2> /dev/null"));
+	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, opts));
+	EXPECT_EQ(EINVAL, errno);
+	/* Not a DAX block device; no such file. */
+	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, "pmem=/dev/null"));
+	EXPECT_EQ(ENOTBLK, errno);
+	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, "pmem=/nonexistent"));
+	EXPECT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, umount(DIR));
+	/* An unformatted device. */
+	ASSERT_EQ(0, run("dd if=/dev/zero of=$MORSEL_PMEM bs=4096 count=1 conv=notrunc status=none"));
+	EXPECT_EQ(-1, do_mount());
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(8, fsck("-n"));
+	ASSERT_EQ(0, run("tools/morsel mkfs $MORSEL_PMEM > /dev/null"));
+	EXPECT_NE(0, run("tools/morsel mkfs $MORSEL_PMEM 2> /dev/null"));	/* without -f */
+	EXPECT_EQ(16, fsck("-q"));
+	ASSERT_EQ(0, do_mount());
+}
+
+/*
+ * Damage made offline: an inode without a name is a leak (fsck -n: 4, -y
+ * frees it: 1, then 0); a name pointing at a free inode, and a page
+ * reached twice, are errors fsck reports (4) and a mount refuses (EUCLEAN).
+ */
+TEST_F(pm, fsck_finds_and_repairs)
+{
+	struct mpm_fs fs;
+	struct mpm_inode *in, *orphan;
+	struct mpm_dirent *de;
+	int i;
+
+	put(p("a"), "a");
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(0, pm_open(dev(), true, &fs));
+	ASSERT_EQ(0, mpm_walk(&fs));
+	/* An orphan: a fresh record with a mode and a page of its own. */
+	orphan = mpm_inode(&fs, 20);
+	ASSERT_NE(NULL, orphan);
+	in = mpm_inode(&fs, 2);		/* "a" */
+	ASSERT_EQ(S_IFREG | 0644, in->mode);
+	orphan->owner = 0;
+	orphan->size = 4096;
+	orphan->root = 0;
+	orphan->mode = S_IFREG | 0600;
+	mpm_fs_release(&fs);
+	ASSERT_EQ(0, pm_close(&fs));
+	EXPECT_EQ(4, fsck("-n"));
+	EXPECT_EQ(1, fsck("-y"));
+	EXPECT_EQ(0, fsck("-n"));
+
+	/* A name for a free inode. */
+	ASSERT_EQ(0, pm_open(dev(), true, &fs));
+	ASSERT_EQ(0, mpm_walk(&fs));
+	de = mpm_tree_page(&fs, mpm_inode(&fs, MPM_ROOT_INO)->root, 0);
+	ASSERT_NE(NULL, de);
+	for (i = 0; i < MPM_DIRENTS_PER_PAGE && de[i].word; i++)
+		;
+	ASSERT_LT(i, MPM_DIRENTS_PER_PAGE);
+	memcpy(de[i].name, "ghost", 5);
+	de[i].word = mpm_de_word(30, 5, DT_REG);
+	mpm_fs_release(&fs);
+	ASSERT_EQ(0, pm_close(&fs));
+	EXPECT_EQ(4, fsck("-n"));
+	EXPECT_EQ(4, fsck("-y"));	/* not a leak: left for a person */
+	EXPECT_EQ(-1, do_mount());
+	EXPECT_EQ(EUCLEAN, errno);
+	ASSERT_EQ(0, pm_open(dev(), true, &fs));
+	ASSERT_EQ(0, mpm_walk(&fs));
+	de = mpm_tree_page(&fs, mpm_inode(&fs, MPM_ROOT_INO)->root, 0);
+	de[i].word = 0;
+	/* A page reached twice: the root directory's page as "a"'s data. */
+	in = mpm_inode(&fs, 2);
+	in->root = mpm_inode(&fs, MPM_ROOT_INO)->root;
+	mpm_fs_release(&fs);
+	ASSERT_EQ(0, pm_close(&fs));
+	EXPECT_EQ(4, fsck("-n"));
+	EXPECT_EQ(-1, do_mount());
+	EXPECT_EQ(EUCLEAN, errno);
+	/* Formatting again gives a clean device for the teardown. */
+	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
+	ASSERT_EQ(0, do_mount());
+}
+
+TEST_HARNESS_MAIN
