@@ -17,6 +17,8 @@ BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache ben
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
 BINS    += tests/preload_test tests/pmem_test
+# Every-prefix crash testing of persistent morselfs (vm/run --pmem).
+BINS    += tests/pm_crash
 # The LD_PRELOAD shim (preload/): libmorsel's code built into it, hidden,
 # so it needs no libmorsel.so; it exports only the functions it interposes.
 PRELOAD := preload/libmorsel-preload.so
@@ -91,6 +93,9 @@ PM_DEPS := $(PM_SRCS) tools/pm.h module/pm_check.h module/pm_env.h module/pm_for
 
 tools/morsel: tools/morsel.c $(PM_DEPS) $(LIB)
 	$(CC) $(CFLAGS) -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
+
+tests/pm_crash: tests/pm_crash.c $(PM_DEPS) $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
 
 tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)

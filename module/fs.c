@@ -467,6 +467,17 @@ static void morsel_evict_inode(struct inode *inode)
  * Names on a persistent instance go to the device first (pm.c), then to
  * the dcache as on a volatile one.
  */
+/* The times (and link counts) libfs changed, on the device too. */
+static int synced(int err, struct inode *a, struct inode *b)
+{
+	if (!err && sb_pm(a->i_sb)) {
+		morsel_pm_sync_inode(a);
+		if (b && b != a)
+			morsel_pm_sync_inode(b);
+	}
+	return err;
+}
+
 static int morsel_link(struct dentry *old_dentry, struct inode *dir,
 		       struct dentry *dentry)
 {
@@ -476,14 +487,18 @@ static int morsel_link(struct dentry *old_dentry, struct inode *dir,
 		if (err)
 			return err;
 	}
-	return simple_link(old_dentry, dir, dentry);
+	return synced(simple_link(old_dentry, dir, dentry), dir,
+		      d_inode(old_dentry));
 }
 
 static int morsel_unlink(struct inode *dir, struct dentry *dentry)
 {
+	struct inode *inode = d_inode(dentry);
+
 	if (sb_pm(dir->i_sb))
 		morsel_pm_remove_name(dir, dentry);
-	return simple_unlink(dir, dentry);
+	return synced(simple_unlink(dir, dentry), dir,
+		      inode->i_nlink ? inode : NULL);
 }
 
 static int morsel_rmdir(struct inode *dir, struct dentry *dentry)
@@ -493,7 +508,7 @@ static int morsel_rmdir(struct inode *dir, struct dentry *dentry)
 			return -ENOTEMPTY;
 		morsel_pm_remove_name(dir, dentry);
 	}
-	return simple_rmdir(dir, dentry);
+	return synced(simple_rmdir(dir, dentry), dir, NULL);
 }
 
 /*
@@ -515,8 +530,8 @@ static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 		if (err)
 			return err;
 	}
-	return simple_rename(idmap, old_dir, old_dentry, new_dir, new_dentry,
-			     flags);
+	return synced(simple_rename(idmap, old_dir, old_dentry, new_dir,
+				    new_dentry, flags), old_dir, new_dir);
 }
 
 static const struct inode_operations morsel_dir_iops = {

@@ -20,6 +20,7 @@ void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len);
 struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm);
 void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
 			  bool published);
+void morsel_pm_table_disowned(struct ptdesc *pt);
 struct page *morsel_pm_alloc_data(struct morsel_pm *pm);
 void morsel_pm_free_data(struct morsel_pm *pm, struct page *page);
 

@@ -23,7 +23,8 @@
  * line back and fence before the next store.
  *
  * Locking: the allocator's bitmap and the busy list under pm->alloc_lock
- * (a spinlock; faults allocate lock-free otherwise); inode records are
+ * (a spinlock taken with softirqs off: RCU callbacks free tables into it;
+ * faults allocate lock-free otherwise); inode records are
  * allocated under pm->ino_lock; names change under the VFS's directory
  * locks (i_rwsem of every directory involved), which also order the
  * stores into a directory's pages; an inode's words under its i_rwsem.
@@ -157,6 +158,11 @@ void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val)
 	morsel_pm_store(container_of(fs, struct morsel_pm, fs), word, val);
 }
 
+void mpm_zero(struct mpm_fs *fs, void *addr, size_t len)
+{
+	pm_write(container_of(fs, struct morsel_pm, fs), addr, NULL, len);
+}
+
 void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
 {
 	struct va_format vaf;
@@ -194,7 +200,7 @@ static u64 pm_alloc_page(struct morsel_pm *pm)
 	unsigned long *map = (unsigned long *)pm->fs.used;
 	u64 n = pm->fs.nr_pages, p;
 
-	spin_lock(&pm->alloc_lock);
+	spin_lock_bh(&pm->alloc_lock);
 	p = find_next_zero_bit(map, n, pm->hint);
 	if (p >= n)
 		p = find_next_zero_bit(map, n, 1);
@@ -208,7 +214,7 @@ static u64 pm_alloc_page(struct morsel_pm *pm)
 	} else {
 		p = 0;
 	}
-	spin_unlock(&pm->alloc_lock);
+	spin_unlock_bh(&pm->alloc_lock);
 	if (p)
 		pm_write(pm, pm_addr(pm, p), NULL, PAGE_SIZE);
 	return p;
@@ -216,9 +222,9 @@ static u64 pm_alloc_page(struct morsel_pm *pm)
 
 static void pm_free_page(struct morsel_pm *pm, u64 page)
 {
-	spin_lock(&pm->alloc_lock);
+	spin_lock_bh(&pm->alloc_lock);
 	__clear_bit(page, (unsigned long *)pm->fs.used);
-	spin_unlock(&pm->alloc_lock);
+	spin_unlock_bh(&pm->alloc_lock);
 }
 
 struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm)
@@ -243,15 +249,21 @@ static void pm_table_rcu(struct rcu_head *head)
  * grace period (tree.c), on a pm_deferred since its rcu_head would
  * overwrite the pgmap.
  */
-void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
-			  bool published)
+void morsel_pm_table_disowned(struct ptdesc *pt)
 {
 	struct page *page = ptdesc_page(pt);
-	u64 p = pm_page(pm, page_address(page));
-	struct pm_deferred *d;
 
 	set_page_private(page, 0);
 	page->index = 0;
+}
+
+void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
+			  bool published)
+{
+	u64 p = pm_page(pm, ptdesc_address(pt));
+	struct pm_deferred *d;
+
+	morsel_pm_table_disowned(pt);
 	if (!published) {
 		pm_free_page(pm, p);
 		return;
@@ -282,9 +294,9 @@ void morsel_pm_free_data(struct morsel_pm *pm, struct page *page)
 	d = kmalloc(sizeof(*d), GFP_KERNEL | __GFP_NOFAIL);
 	d->pm = pm;
 	d->page = p;
-	spin_lock(&pm->alloc_lock);
+	spin_lock_bh(&pm->alloc_lock);
 	list_add(&d->node, &pm->busy);
-	spin_unlock(&pm->alloc_lock);
+	spin_unlock_bh(&pm->alloc_lock);
 }
 
 /* ---- small trees: directories and symbolic links ---- */
@@ -703,24 +715,6 @@ fail:
 	return err;
 }
 
-/* Pages and tables of a loaded tree, for its morsel's counters. */
-static void pm_count(struct morsel_pm *pm, struct morsel *m, u64 e, int level)
-{
-	u64 *t;
-	int i;
-
-	if (!e)
-		return;
-	if (!level) {
-		atomic_long_inc(&m->nr_pages);
-		return;
-	}
-	atomic_long_inc(&m->nr_tables[level - 1]);
-	t = pm_addr(pm, ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE);
-	for (i = 0; i < MPM_ENTRIES; i++)
-		pm_count(pm, m, READ_ONCE(t[i]), level - 1);
-}
-
 static struct timespec64 ns_ts(u64 ns)
 {
 	return ns_to_timespec64(ns);
@@ -762,12 +756,10 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 			m->order = mpm_root_order(rec->root);
 		else
 			m->order = max_t(int, order, rec->min_order);
-		pm_count(pm, m, rec->root & ~MPM_ROOT_ORDER_MASK,
-			 mpm_root_order(rec->root));
-		atomic_long_add(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
-		for (order = 0; order < MORSEL_TABLE_LEVELS; order++)
-			atomic_long_add(atomic_long_read(&m->nr_tables[order]),
-					&morsel_stat_tables);
+		if (morsel_adopt_tree(m)) {
+			iget_failed(inode);
+			return ERR_PTR(-ENOMEM);
+		}
 	} else if (S_ISLNK(inode->i_mode)) {
 		void *page = pm_small_page(pm, &rec->root, 0, false);
 
@@ -890,9 +882,9 @@ void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree)
 	struct morsel_pm *pm = PM(sb);
 	unsigned long used;
 
-	spin_lock(&pm->alloc_lock);
+	spin_lock_bh(&pm->alloc_lock);
 	used = bitmap_weight((unsigned long *)pm->fs.used, pm->fs.nr_pages);
-	spin_unlock(&pm->alloc_lock);
+	spin_unlock_bh(&pm->alloc_lock);
 	*blocks = pm->fs.nr_pages;
 	*bfree = pm->fs.nr_pages - used;
 }

@@ -159,9 +159,13 @@ static bool mark(struct mpm_fs *fs, __u64 page, __u64 ino, const char *what)
 	return true;
 }
 
+/* Unmark a page; count it as leaked if it was marked. */
 static void unmark(struct mpm_fs *fs, __u64 page)
 {
-	fs->used[page / 64] &= ~(1ULL << (page % 64));
+	__u64 *w = &fs->used[page / 64], bit = 1ULL << (page % 64);
+
+	fs->st.leaked_pages += !!(*w & bit);
+	*w &= ~bit;
 }
 
 /* Flags an entry at @level may carry besides its address, A and D. */
@@ -504,12 +508,10 @@ static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 	if (level == 0 || (level == 2 && (v & MPM_E_HUGE))) {
 		if (level && (pgoff < from || pgoff + span > to))
 			return;	/* a 2 MiB leaf is dropped whole or not at all */
-		fs->st.leaked_pages += span;
-		if (fs->repair) {
+		if (fs->repair)
 			store(fs, slot, 0);
-			for (i = 0; i < span; i++)
-				unmark(fs, page + i);
-		}
+		for (i = 0; i < span; i++)
+			unmark(fs, page + i);
 		return;
 	}
 	for (i = 0; i < MPM_ENTRIES; i++)
@@ -526,12 +528,10 @@ static void unmark_tree(struct mpm_fs *fs, __u64 e, int level)
 	if (level == 0 || (level == 2 && (e & MPM_E_HUGE))) {
 		__u64 n = level ? MPM_ENTRIES : 1;
 
-		fs->st.leaked_pages += n;
 		for (i = 0; i < n; i++)
 			unmark(fs, page + i);
 		return;
 	}
-	fs->st.leaked_pages++;
 	unmark(fs, page);
 	for (i = 0; i < MPM_ENTRIES; i++)
 		unmark_tree(fs, mpm_load((__u64 *)page_at(fs, page) + i), level - 1);
@@ -555,6 +555,71 @@ static void finish_renames(struct mpm_fs *fs, struct vec *pending)
 			store(fs, &over->word, 0);
 		store(fs, &de->replaces, 0);
 		store(fs, &de->displaces, 0);
+	}
+}
+
+/* The order a size needs: the smallest whose extent holds it. */
+static unsigned int order_for_size(__u64 size)
+{
+	unsigned int order = 0;
+
+	while (order < MPM_MAX_ORDER && extent_pages(order) * MPM_PAGE_SIZE < size)
+		order++;
+	return order;
+}
+
+/*
+ * Lower a tree above the order its size and minimum order need (after the
+ * pages past EOF are gone): a crash between raising the order and storing
+ * the size or minimum, or between a shrink's size and its lowering, leaves
+ * it higher.  Each step is one store of the root word: entry 0 of the top
+ * table becomes the root; the top table and the (empty) tables of its
+ * other entries become unreachable.
+ */
+static void fit_order(struct mpm_fs *fs, struct mpm_inode *in)
+{
+	__u64 root = mpm_load(&in->root), want = order_for_size(in->size), page, *t;
+	unsigned int order = mpm_root_order(root), i;
+
+	if (want < in->min_order)
+		want = in->min_order;
+	while (root && order > want) {
+		page = entry_page(fs, root & ~MPM_ROOT_ORDER_MASK, fs->base);
+		if (!page)
+			return;
+		t = page_at(fs, page);
+		for (i = 1; i < MPM_ENTRIES; i++)
+			unmark_tree(fs, mpm_load(&t[i]), order - 1);
+		unmark(fs, page);
+		order--;
+		root = mpm_load(&t[0]);
+		root = root ? root | (__u64)order << MPM_ROOT_ORDER_SHIFT : 0;
+		fs->st.lowered++;
+		if (fs->repair)
+			store(fs, &in->root, root);
+	}
+}
+
+/*
+ * Bytes past EOF in the last page read as zeros once the size grows again.
+ * A truncate zeroes them after storing the size (a crash may come first),
+ * and a mapping may write there: a repair zeroes them.  Not a leak.
+ */
+static void zero_tail(struct mpm_fs *fs, struct mpm_inode *in)
+{
+	__u64 off = in->size % MPM_PAGE_SIZE, i;
+	__u8 *page;
+
+	if (!off || !fs->repair || (in->mode & S_IFMT) != S_IFREG)
+		return;
+	page = mpm_tree_page(fs, mpm_load(&in->root), in->size / MPM_PAGE_SIZE);
+	if (!page)
+		return;
+	for (i = off; i < MPM_PAGE_SIZE && !page[i]; i++)
+		;
+	if (i < MPM_PAGE_SIZE) {
+		mpm_zero(fs, page + off, MPM_PAGE_SIZE - off);
+		fs->st.stores++;
 	}
 }
 
@@ -587,6 +652,8 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 	eof = (in->size + MPM_PAGE_SIZE - 1) / MPM_PAGE_SIZE;
 	drop_range(fs, &in->root, order, 0, eof, span_pages(order),
 		   MPM_ROOT_ORDER_MASK);
+	fit_order(fs, in);
+	zero_tail(fs, in);
 }
 
 /* --- the walk ------------------------------------------------------ */

@@ -27,6 +27,7 @@ struct mpm_stats {
 	__u64 orphans;		/* allocated inodes no name reaches */
 	__u64 leaked_pages;	/* pages held by orphans, punches, beyond EOF */
 	__u64 relocated;	/* entries rewritten for a new base */
+	__u64 lowered;		/* trees lowered to the order they need */
 	/* Violated invariants: a recovery does not repair these. */
 	__u64 errors;
 	/* Stores recovery made. */
@@ -68,6 +69,7 @@ enum mpm_kind { MPM_ERROR, MPM_RECOVER, MPM_INFO };
 
 /* Supplied by the environment. */
 void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val);
+void mpm_zero(struct mpm_fs *fs, void *addr, size_t len);
 void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -702,6 +702,8 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 	if (order > m->order)
 		return raise_order(m, order);
 	if (order < m->order) {
+		void *old[MORSEL_MAX_ORDER + 1] = { };
+
 		free_level(m, m->rootp, m->order, morsel_extent(order),
 			   morsel_extent(m->order));
 		write_seqcount_begin(&m->seq);
@@ -713,10 +715,14 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 			t = entry_va(e);
 			tstore(m, m->rootp, root_word(t[0], level - 1));
 			tstore(m, &t[0], 0);
-			table_free(m, t, level, true);
+			old[level] = t;
 		}
 		WRITE_ONCE(m->order, order);
 		write_seqcount_end(&m->seq);
+		/* Outside the write section, which must not sleep. */
+		for (level = 0; level <= MORSEL_MAX_ORDER; level++)
+			if (old[level])
+				table_free(m, old[level], level, true);
 	}
 	return 0;
 }
@@ -779,12 +785,77 @@ void morsel_destroy(struct morsel *m)
 }
 
 /*
+ * A tree found on a persistent device (mount): construct its tables as
+ * table_alloc does (split locks, page type) and count its pages and
+ * tables.  Return: 0 or -ENOMEM (what was constructed stays counted, and
+ * morsel_forget undoes it).
+ */
+static int adopt(struct morsel *m, mentry_t e, int level)
+{
+	struct ptdesc *pt;
+	mentry_t *t;
+	int i, err = 0;
+
+	if (!e)
+		return 0;
+	if (!level) {
+		pages_added(m, 1);
+		return 0;
+	}
+	t = entry_va(e);
+	pt = virt_to_ptdesc(t);
+	if ((level == 1 && !pagetable_pte_ctor(pt)) ||
+	    (level == 2 && !pagetable_pmd_ctor(pt)))
+		return -ENOMEM;
+	if (level == 3)
+		pagetable_pud_ctor(pt);
+	atomic_long_inc(&m->nr_tables[level - 1]);
+	atomic_long_inc(&morsel_stat_tables);
+	for (i = 0; i < PTRS_PER_PTE && !err; i++)
+		err = adopt(m, READ_ONCE(t[i]), level - 1);
+	return err;
+}
+
+int morsel_adopt_tree(struct morsel *m)
+{
+	return adopt(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order);
+}
+
+/* Undo adopt() (or table_alloc()) for the tables of a tree that stays. */
+static void disown(struct morsel *m, mentry_t e, int level)
+{
+	struct ptdesc *pt;
+	mentry_t *t;
+	int i;
+
+	if (!e || !level)
+		return;
+	t = entry_va(e);
+	for (i = 0; i < PTRS_PER_PTE; i++)
+		disown(m, READ_ONCE(t[i]), level - 1);
+	pt = virt_to_ptdesc(t);
+	if (!atomic_long_read(&m->nr_tables[level - 1]))
+		return;		/* adopt() stopped before this one */
+	if (level == 1)
+		pagetable_pte_dtor(pt);
+	else if (level == 2)
+		pagetable_pmd_dtor(pt);
+	else if (level == 3)
+		pagetable_pud_dtor(pt);
+	morsel_pm_table_disowned(pt);
+	atomic_long_dec(&m->nr_tables[level - 1]);
+	atomic_long_dec(&morsel_stat_tables);
+}
+
+/*
  * Free the morsel but not its tree: a persistent morsel whose inode keeps
  * a name when the instance is unmounted.
  */
 void morsel_forget(struct morsel *m)
 {
 	int level;
+
+	disown(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order);
 
 	atomic_long_sub(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
 	for (level = 0; level < MORSEL_TABLE_LEVELS; level++)

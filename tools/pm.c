@@ -32,6 +32,12 @@ void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val)
 	*(volatile __u64 *)word = val;
 }
 
+void mpm_zero(struct mpm_fs *fs, void *addr, size_t len)
+{
+	(void)fs;
+	memset(addr, 0, len);
+}
+
 void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
 {
 	static const char *const prefix[] = { "error", "recovery", "info" };
@@ -165,7 +171,7 @@ int pm_fsck_status(struct mpm_fs *fs, int err)
 {
 	struct mpm_stats *st = &fs->st;
 	bool recoverable = st->renames || st->punches || st->orphans ||
-			   st->leaked_pages || st->relocated;
+			   st->leaked_pages || st->relocated || st->lowered;
 
 	if (err)
 		return PM_FSCK_OPERATIONAL;
