@@ -753,8 +753,10 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_xattr = morsel_xattr_handlers;
 	sb->s_time_gran = 1;
 	if (o->pmem) {
-		/* The device is the limit; the root's mode and owner are
-		 * its own (mode=, uid=, gid= do not apply). */
+		/*
+		 * The device is the limit; the root's mode and owner are
+		 * its own (mode=, uid=, gid= do not apply).
+		 */
 		int err = morsel_pm_mount(sb, o->pmem);
 
 		if (err)

@@ -52,7 +52,7 @@ struct morsel_pm {
 	spinlock_t alloc_lock;		/* fs.used, hint, busy */
 	u64 hint;
 	struct list_head busy;
-	struct mutex ino_lock;
+	struct mutex ino_lock;		/* inode records, ino_hint */
 	u64 ino_hint;
 	atomic64_t stores;
 };
@@ -93,7 +93,7 @@ static void pm_persist(struct morsel_pm *pm, void *addr, size_t len)
 {
 	if (pm->flush) {
 		arch_wb_cache_pmem(addr, len);
-		wmb();
+		wmb();	/* sfence: written back before the next store */
 	}
 }
 
@@ -468,7 +468,7 @@ void morsel_pm_free_inode(struct inode *inode)
 	pm_small_free(pm, &rec->root, mpm_root_order(rec->root), MPM_ROOT_ORDER_MASK);
 	morsel_pm_store(pm, &rec->mode, 0);
 	mutex_lock(&pm->ino_lock);
-	pm->ino_hint = min(pm->ino_hint, (u64)inode->i_ino);
+	pm->ino_hint = min_t(u64, pm->ino_hint, inode->i_ino);
 	mutex_unlock(&pm->ino_lock);
 }
 
@@ -559,8 +559,9 @@ static void pm_fill_entry(struct morsel_pm *pm, struct mpm_dirent *de,
 	pm_write(pm, de->name, name->name, name->len);
 	pm_set(pm, &de->replaces, replaces);
 	pm_set(pm, &de->displaces, displaces);
-	morsel_pm_store(pm, &de->word, mpm_de_word(inode->i_ino, name->len,
-						  (inode->i_mode & S_IFMT) >> 12));
+	morsel_pm_store(pm, &de->word,
+			mpm_de_word(inode->i_ino, name->len,
+				    (inode->i_mode & S_IFMT) >> 12));
 }
 
 int morsel_pm_add_name(struct inode *dir, struct dentry *dentry,

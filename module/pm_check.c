@@ -27,7 +27,7 @@
 #include "pm_check.h"
 
 #define PAGE_WORDS	(MPM_PAGE_SIZE / 8)
-#define RELOC_PENDING	(1ULL << 63)
+#define RELOC_PENDING	_BITULL(63)
 
 static const char * const level_name[] = { "data page", "PTE table",
 	"PMD table", "PUD table", "P4D table" };
@@ -100,8 +100,10 @@ static bool vec_has(struct vec *a, __u64 x)
 
 /* --- pass 1: the trees ------------------------------------------------ */
 
-/* Page of the entry value @e (order bits cleared) against @base; 0 when
- * it is not a page of the device other than the super block. */
+/*
+ * Page of the entry value @e (order bits cleared) against @base; 0 when
+ * it is not a page of the device other than the super block.
+ */
 static __u64 entry_page(struct mpm_fs *fs, __u64 e, __u64 base)
 {
 	__u64 addr = e & MPM_E_ADDR, page;
@@ -199,7 +201,7 @@ static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 	huge = level == 2 && (v & MPM_E_HUGE);
 	if (!entry_flags_ok(v & ~MPM_E_ADDR & ~MPM_E_AD, level)) {
 		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx for page offset %llu has foreign bits",
+		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx at page %llu: foreign bits",
 			   (unsigned long long)ino, level_name[level],
 			   (unsigned long long)v, (unsigned long long)pgoff);
 		return;
@@ -211,7 +213,7 @@ static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 	}
 	if (!page || page + n > fs->nr_pages) {
 		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx for page offset %llu points outside the device",
+		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx at page %llu: off the device",
 			   (unsigned long long)ino, level_name[level],
 			   (unsigned long long)v, (unsigned long long)pgoff);
 		return;
@@ -667,7 +669,7 @@ static int check_super(struct mpm_fs *fs)
 		return -EINVAL;
 	}
 	if (sb->version != MPM_VERSION || sb->nr_devices != 1) {
-		mpm_report(fs, MPM_ERROR, "format version %llu with %llu devices; this is version %d",
+		mpm_report(fs, MPM_ERROR, "format %llu, %llu devices; this is format %d",
 			   (unsigned long long)sb->version,
 			   (unsigned long long)sb->nr_devices, MPM_VERSION);
 		return -EINVAL;
@@ -675,7 +677,8 @@ static int check_super(struct mpm_fs *fs)
 	if (sb->nr_pages > fs->nr_pages || sb->nr_pages < 2 ||
 	    sb->base % MPM_PAGE_SIZE || sb->reloc_base % MPM_PAGE_SIZE ||
 	    mpm_root_order(sb->itable) != MPM_ITABLE_ORDER) {
-		mpm_report(fs, MPM_ERROR, "bad super block: %llu pages on a device of %llu, base %#llx, relocation to %#llx",
+		mpm_report(fs, MPM_ERROR,
+			   "bad super block: %llu of %llu pages, base %#llx, moving to %#llx",
 			   (unsigned long long)sb->nr_pages, (unsigned long long)fs->nr_pages,
 			   (unsigned long long)sb->base, (unsigned long long)sb->reloc_base);
 		return -EINVAL;
@@ -714,7 +717,8 @@ int mpm_walk(struct mpm_fs *fs)
 	if (sb->reloc_base) {
 		if (!fs->repair) {
 			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "a relocation to %#llx is unfinished: a mount or a repair finishes it",
+			mpm_report(fs, MPM_ERROR,
+				   "relocation to %#llx unfinished (a mount or -y ends it)",
 				   (unsigned long long)sb->reloc_base);
 			return 0;
 		}
@@ -739,8 +743,10 @@ int mpm_walk(struct mpm_fs *fs)
 	err = collect_dead(fs, &queue, seen);
 	if (err)
 		goto out;
-	/* Count in BFS order; a directory only killed entries name is empty
-	 * of links when its turn comes and its entries do not count. */
+	/*
+	 * Count in BFS order; a directory only killed entries name is empty
+	 * of links when its turn comes and its entries do not count.
+	 */
 	memset(seen, 0, ((fs->max_ino + 64) / 64) * sizeof(__u64));
 	seen[0] |= 1ULL << MPM_ROOT_INO;
 	queue.n = 1;
@@ -779,5 +785,6 @@ void mpm_fs_release(struct mpm_fs *fs)
 	fs->used = NULL;
 	fs->links = NULL;
 	fs->dead_vec.v = NULL;
-	fs->dead_vec.n = fs->dead_vec.cap = 0;
+	fs->dead_vec.n = 0;
+	fs->dead_vec.cap = 0;
 }

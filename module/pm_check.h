@@ -70,8 +70,10 @@ enum mpm_kind { MPM_ERROR, MPM_RECOVER, MPM_INFO };
 /* Supplied by the environment. */
 void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val);
 void mpm_zero(struct mpm_fs *fs, void *addr, size_t len);
-void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#ifdef __KERNEL__
+__printf(3, 4)
+#endif
+void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...);
 
 /*
  * Walk the whole file system.  Returns 0 when the walk could be made

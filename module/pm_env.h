@@ -31,7 +31,7 @@
 #define mpm_zalloc(n)		calloc(1, n)
 #define mpm_free(p)		free(p)
 #define mpm_sort(b, n, s, c)	qsort(b, n, s, c)
-#define mpm_load(p)		(*(volatile __u64 *)(p))
+#define mpm_load(p)		__atomic_load_n((__u64 *)(p), __ATOMIC_RELAXED)
 #define mpm_popcount(x)		__builtin_popcountll(x)
 #endif
 

@@ -23,6 +23,7 @@
 #ifndef MORSEL_PM_FORMAT_H
 #define MORSEL_PM_FORMAT_H
 
+#include <linux/const.h>
 #include <linux/types.h>
 
 #define MPM_MAGIC		0x4d504c4553524f4dULL	/* "MORSELPM" */
@@ -32,16 +33,18 @@
 #define MPM_MAX_ORDER		4
 #define MPM_MAX_DEVICES		8
 
-/* Entry bits (x86-64).  A and D are written by the MMU at any time and
- * are ignored by every check. */
-#define MPM_E_PRESENT		(1ULL << 0)
-#define MPM_E_RW		(1ULL << 1)
-#define MPM_E_USER		(1ULL << 2)
-#define MPM_E_ACCESSED		(1ULL << 5)
-#define MPM_E_DIRTY		(1ULL << 6)
-#define MPM_E_HUGE		(1ULL << 7)	/* level 2: a 2 MiB leaf */
-#define MPM_E_SPECIAL		(1ULL << 9)	/* Linux's _PAGE_SPECIAL */
-#define MPM_E_NX		(1ULL << 63)
+/*
+ * Entry bits (x86-64).  A and D are written by the MMU at any time and
+ * are ignored by every check.
+ */
+#define MPM_E_PRESENT		_BITULL(0)
+#define MPM_E_RW		_BITULL(1)
+#define MPM_E_USER		_BITULL(2)
+#define MPM_E_ACCESSED		_BITULL(5)
+#define MPM_E_DIRTY		_BITULL(6)
+#define MPM_E_HUGE		_BITULL(7)	/* level 2: a 2 MiB leaf */
+#define MPM_E_SPECIAL		_BITULL(9)	/* Linux's _PAGE_SPECIAL */
+#define MPM_E_NX		_BITULL(63)
 #define MPM_E_ADDR		0x000ffffffffff000ULL
 #define MPM_E_AD		(MPM_E_ACCESSED | MPM_E_DIRTY)
 /* What the module writes, without A and D. */
@@ -63,8 +66,10 @@ static inline unsigned int mpm_root_order(__u64 root)
 	return (root & MPM_ROOT_ORDER_MASK) >> MPM_ROOT_ORDER_SHIFT;
 }
 
-/* One device of the file system: the format has room for a second (and
- * more) without a change; version 1 uses dev[0] only. */
+/*
+ * One device of the file system: the format has room for a second (and
+ * more) without a change; version 1 uses dev[0] only.
+ */
 struct mpm_device {
 	__u64 uuid[2];
 	__u64 base;		/* physical address of its page 0 */

@@ -278,7 +278,8 @@ static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole,
 	bool lost;
 
 again:
-	order = level = snapshot(m, &e);
+	level = snapshot(m, &e);
+	order = level;
 	slot = m->rootp;
 	for (; level > 0; level--) {
 		if (slot != m->rootp)
