@@ -30,8 +30,12 @@
  *     renames, punches, orphans, leaked pages or relocations, so recovery
  *     leaks nothing and is idempotent), dump it, and the dump must be
  *     S_{i-1} or S_i, where op i made record k.
- * The oracle's own test (fixture `oracle`) feeds it a rename with its
- * commit store left out and expects it to say no.
+ * The fixture `move` does the same for a mount that relocates every entry
+ * (the device moved to another physical address, made offline by the
+ * user-space walk): every prefix of its stores, recovered for the real
+ * address, is the same file system (to a distant range and to an
+ * overlapping one).  The oracle's own test (fixture `oracle`) feeds it a
+ * rename with its commit store left out and expects it to say no.
  *
  * Recovery runs on MAP_PRIVATE mappings of a memfd holding PRE plus the
  * prefix, so a crash state costs only the pages recovery writes.
@@ -326,6 +330,7 @@ struct run {
 	int nops;
 	int mark_at[MAX_OPS + 1];	/* records before mark j (mark_at[0] = 0) */
 	char *s[MAX_OPS + 1];		/* the dumps of S_j */
+	__u64 phys;		/* the device's address for recovery (0: keep) */
 	int memfd;		/* the image being built: PRE plus a prefix */
 	__u8 *cur;		/* its shared mapping */
 	int applied;		/* records applied to it */
@@ -456,12 +461,12 @@ static int mkfs(const char *dev)
 }
 
 /* Steps 1-3: the image before the operations, the log, the image after. */
+static void parse_log(struct __test_metadata *_metadata, struct run *r);
+
 static void record(struct __test_metadata *_metadata, const struct workload *w,
 		   struct run *r)
 {
-	struct mpm_log_rec lr;
-	size_t pos = 0;
-	int i, op = 1, marks = 0, err;
+	int i;
 
 	r->dev = getenv("MORSEL_PMEM");
 	r->nops = w->nops;
@@ -481,6 +486,20 @@ static void record(struct __test_metadata *_metadata, const struct workload *w,
 		ASSERT_EQ(0, log_cmd("mark"));
 	}
 	ASSERT_EQ(0, log_cmd("stop")) TH_LOG("the log overflowed");
+	ASSERT_EQ(0, umount(MNT)) TH_LOG("umount: %s", strerror(errno));
+	parse_log(_metadata, r);
+}
+
+/*
+ * Read the log and the device after the operations (unmounted): the crash
+ * points, and which operation made each.
+ */
+static void parse_log(struct __test_metadata *_metadata, struct run *r)
+{
+	struct mpm_log_rec lr;
+	size_t pos = 0;
+	int op = 1, marks = 0, err;
+
 	{
 		int fd = open(PM_LOG, O_RDONLY | O_CLOEXEC);
 
@@ -489,7 +508,6 @@ static void record(struct __test_metadata *_metadata, const struct workload *w,
 		close(fd);
 		ASSERT_EQ(0, err);
 	}
-	ASSERT_EQ(0, umount(MNT)) TH_LOG("umount: %s", strerror(errno));
 	{
 		__u64 size;
 
@@ -497,7 +515,6 @@ static void record(struct __test_metadata *_metadata, const struct workload *w,
 		ASSERT_EQ(r->size, size);
 	}
 
-	/* Parse the log: crash points, and which operation made each. */
 	r->recs = calloc(r->log_len / sizeof(lr) + 1, sizeof(*r->recs));
 	ASSERT_NE(NULL, r->recs);
 	while (pos < r->log_len) {
@@ -524,7 +541,7 @@ static void record(struct __test_metadata *_metadata, const struct workload *w,
 						   r->log + pos, op };
 		pos += lr.len;
 	}
-	ASSERT_EQ(w->nops, marks);
+	ASSERT_EQ(r->nops, marks);
 	ASSERT_EQ(r->mark_at[marks], r->nrecs)
 		TH_LOG("%d records after the last mark", r->nrecs - r->mark_at[marks]);
 }
@@ -889,7 +906,7 @@ static char *recover(struct run *r, bool clean, bool loud, char *why, size_t why
 	memset(&fs, 0, sizeof(fs));
 	fs.dev = map;
 	fs.nr_pages = r->size / PG;
-	fs.phys = 0;
+	fs.phys = r->phys;
 	if (clean) {
 		if (loud)
 			fprintf(stderr, "#   walk without repair:\n");
@@ -1109,11 +1126,10 @@ static void report_failure(struct run *r, int k, const char *why, const char *go
 }
 
 /* Step 4 and 5: completeness, and the states at the marks. */
-static void states(struct __test_metadata *_metadata, struct run *r)
+/* The image to build crash states in, and PRE + every record == POST. */
+static void check_complete(struct __test_metadata *_metadata, struct run *r)
 {
-	char why[512];
 	__u64 i;
-	int j;
 
 	r->memfd = memfd_create("pm-crash-image", MFD_CLOEXEC);
 	ASSERT_LE(0, r->memfd);
@@ -1134,7 +1150,14 @@ static void states(struct __test_metadata *_metadata, struct run *r)
 	}
 	ASSERT_EQ(r->size, i) TH_LOG("a store escaped the log: first difference at %#llx",
 				     (unsigned long long)i);
+}
 
+static void states(struct __test_metadata *_metadata, struct run *r)
+{
+	char why[512];
+	int j;
+
+	check_complete(_metadata, r);
 	cur_reset(r);
 	for (j = 0; j <= r->nops; j++) {
 		cur_advance(r, r->mark_at[j]);
@@ -1296,6 +1319,101 @@ TEST_F_TIMEOUT(crash, every_prefix_recovers, 900)
 	fflush(stdout);
 	ASSERT_EQ(0, failed) TH_LOG("%s: %d of %d crash states are wrong", r->name,
 				    failed, r->nrecs + 1);
+}
+
+/* ---- relocation ----------------------------------------------------------- */
+
+/*
+ * A device found at another physical address (another --mem moves the
+ * NVDIMM): the mount rewrites every entry, four stores each, restartably.
+ * The move is made offline here: the user-space walk relocates a populated
+ * device to its base + @shift; then the mount, logged, moves it back.
+ * Every prefix of the mount's stores, recovered for the real base, must
+ * be the same file system.  A shift below the device's size makes the old
+ * and new ranges overlap, so an entry's value alone cannot say which base
+ * it is for.
+ */
+FIXTURE(move) {
+	struct run r;
+};
+
+FIXTURE_VARIANT(move) {
+	__u64 shift;
+};
+
+FIXTURE_VARIANT_ADD(move, to_a_distant_address) { .shift = 1ULL << 30 };
+FIXTURE_VARIANT_ADD(move, to_an_overlapping_range) { .shift = 64 * KiB };
+
+FIXTURE_SETUP(move)
+{
+	memset(&self->r, 0, sizeof(self->r));
+	usable(_metadata);
+}
+
+FIXTURE_TEARDOWN(move)
+{
+	cleanup();
+	run_free(&self->r);
+}
+
+static int setup_tree(void)
+{
+	return put("f", 10 * KiB, 20) ?: mkdir(P("d"), 0755) ?:
+	       put("d/g", 5 * KiB, 21) ?: symlink("d/g", P("s")) ?:
+	       setup_f_3m() ?: link(P("f"), P("d/f2"));
+}
+
+TEST_F_TIMEOUT(move, every_prefix_of_the_relocating_mount_recovers, 900)
+{
+	struct run *r = &self->r;
+	struct mpm_fs fs;
+	char why[512];
+	__u64 real;
+	int failed;
+
+	r->name = "relocating mount";
+	r->dev = getenv("MORSEL_PMEM");
+	r->nops = 1;
+	ASSERT_EQ(0, mkfs(r->dev));
+	ASSERT_EQ(0, do_mount(r->dev));
+	ASSERT_EQ(0, setup_tree()) TH_LOG("setup: %s", strerror(errno));
+	ASSERT_EQ(0, umount(MNT));
+	/* Offline, to base + shift. */
+	ASSERT_EQ(0, pm_open(r->dev, true, &fs));
+	real = mpm_super(&fs)->base;
+	ASSERT_NE(0, real);
+	fs.repair = true;
+	fs.phys = real + variant->shift;
+	ASSERT_EQ(0, mpm_walk(&fs));
+	EXPECT_EQ(0, fs.st.errors);
+	EXPECT_LT(10, fs.st.relocated);	/* 19: the trees of 7 inodes */
+	EXPECT_EQ(real + variant->shift, mpm_super(&fs)->base);
+	ASSERT_EQ(0, pm_close(&fs));
+	ASSERT_EQ(0, read_dev(r->dev, &r->pre, &r->size));
+	/* The operation: the mount, which moves it back. */
+	ASSERT_EQ(0, log_cmd(LOG_START));
+	ASSERT_EQ(0, do_mount(r->dev));
+	ASSERT_EQ(0, log_cmd("mark"));
+	ASSERT_EQ(0, log_cmd("stop")) TH_LOG("the log overflowed");
+	ASSERT_EQ(0, umount(MNT));
+	parse_log(_metadata, r);
+	EXPECT_EQ(real, ((struct mpm_super *)r->post)->base);
+	EXPECT_EQ(0, ((struct mpm_super *)r->post)->reloc_base);
+	check_complete(_metadata, r);
+	/* One state, before and after: the same file system at any base. */
+	r->phys = real;
+	cur_reset(r);
+	cur_advance(r, r->nrecs);
+	r->s[1] = recover(r, true, false, why, sizeof(why));
+	ASSERT_NE(NULL, r->s[1]) TH_LOG("%s", why);
+	r->s[0] = strdup(r->s[1]);
+	failed = every_prefix(r);
+	if (total_states)
+		__atomic_fetch_add(total_states, r->nrecs + 1, __ATOMIC_RELAXED);
+	printf("# move +%#llx: %d crash states\n", (unsigned long long)variant->shift,
+	       r->nrecs + 1);
+	fflush(stdout);
+	ASSERT_EQ(0, failed) TH_LOG("%d of %d crash states are wrong", failed, r->nrecs + 1);
 }
 
 /* ---- the oracle's own test ------------------------------------------------ */
