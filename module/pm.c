@@ -33,6 +33,7 @@
 #include <linux/dax.h>
 #include <linux/fs.h>
 #include <linux/libnvdimm.h>
+#include <linux/memremap.h>
 #include <linux/mm.h>
 #include <linux/pfn_t.h>
 #include <linux/rcupdate.h>
@@ -48,6 +49,7 @@ struct morsel_pm {
 	struct mpm_fs fs;		/* fs.used: the allocator's bitmap */
 	struct file *bdev_file;
 	struct dax_device *dax;
+	struct dev_pagemap *pgmap;	/* held: unbinding waits for umount */
 	bool flush;
 	spinlock_t alloc_lock;		/* fs.used, hint, busy */
 	u64 hint;
@@ -682,6 +684,16 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 		pr_err("morselfs: %s is not in the direct map\n", path);
 		goto fail;
 	}
+	/*
+	 * The device's pages must outlive the mount: page references do not
+	 * hold the pgmap, so without this an unbind would remove the direct
+	 * map under tables the MMU walks.
+	 */
+	pm->pgmap = get_dev_pagemap(pfn_t_to_pfn(pfn), NULL);
+	if (!pm->pgmap) {
+		pr_err("morselfs: %s has no device pages\n", path);
+		goto fail;
+	}
 	pm->flush = dax_write_cache_enabled(pm->dax);
 	pm->fs.dev = kaddr;
 	pm->fs.nr_pages = nr;
@@ -708,6 +720,8 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	return 0;
 fail:
 	mpm_fs_release(&pm->fs);
+	if (pm->pgmap)
+		put_dev_pagemap(pm->pgmap);
 	if (pm->dax)
 		fs_put_dax(pm->dax, sb);
 	if (pm->bdev_file)
@@ -872,6 +886,7 @@ void morsel_pm_unmount(struct super_block *sb)
 	list_for_each_entry_safe(d, next, &pm->busy, node)
 		kfree(d);	/* still pinned: free again at the next mount */
 	mpm_fs_release(&pm->fs);
+	put_dev_pagemap(pm->pgmap);
 	fs_put_dax(pm->dax, sb);
 	bdev_fput(pm->bdev_file);
 	kfree(pm);
