@@ -599,6 +599,11 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
 	struct morsel_sb *sbi = root->d_sb->s_fs_info;
 
+	if (sbi->pm) {
+		seq_puts(seq, ",pmem=");
+		seq_escape(seq, morsel_pm_path(root->d_sb), ", \t\n\\");
+		return 0;
+	}
 	seq_printf(seq, ",size=%luk", sbi->max_blocks << (PAGE_SHIFT - 10));
 	seq_printf(seq, ",nr_inodes=%lu", sbi->max_inodes);
 	if (sbi->mode != MORSEL_ROOT_MODE)

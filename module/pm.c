@@ -50,6 +50,7 @@ struct morsel_pm {
 	struct file *bdev_file;
 	struct dax_device *dax;
 	struct dev_pagemap *pgmap;	/* held: unbinding waits for umount */
+	char *path;			/* pmem=, for /proc/mounts */
 	bool flush;
 	spinlock_t alloc_lock;		/* fs.used, hint, busy */
 	u64 hint;
@@ -654,6 +655,11 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	spin_lock_init(&pm->alloc_lock);
 	INIT_LIST_HEAD(&pm->busy);
 	mutex_init(&pm->ino_lock);
+	pm->path = kstrdup(path, GFP_KERNEL);
+	if (!pm->path) {
+		kfree(pm);
+		return -ENOMEM;
+	}
 	pm->bdev_file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE,
 					       sb, NULL);
 	if (IS_ERR(pm->bdev_file)) {
@@ -726,6 +732,7 @@ fail:
 		fs_put_dax(pm->dax, sb);
 	if (pm->bdev_file)
 		bdev_fput(pm->bdev_file);
+	kfree(pm->path);
 	kfree(pm);
 	return err;
 }
@@ -889,7 +896,13 @@ void morsel_pm_unmount(struct super_block *sb)
 	put_dev_pagemap(pm->pgmap);
 	fs_put_dax(pm->dax, sb);
 	bdev_fput(pm->bdev_file);
+	kfree(pm->path);
 	kfree(pm);
+}
+
+const char *morsel_pm_path(struct super_block *sb)
+{
+	return PM(sb)->path;
 }
 
 /* statfs: the device's pages, the free ones from the allocator. */

@@ -150,6 +150,7 @@ FIXTURE_TEARDOWN(pm)
 
 TEST_F(pm, empty_file_system)
 {
+	char opts[256], want[64];
 	struct statfs s;
 	struct stat st;
 
@@ -160,6 +161,10 @@ TEST_F(pm, empty_file_system)
 	ASSERT_EQ(0, stat(DIR, &st));
 	EXPECT_EQ(S_IFDIR | 01777, st.st_mode);
 	EXPECT_EQ(2, st.st_nlink);
+	proc_mount_opts(DIR, opts, sizeof(opts));
+	snprintf(want, sizeof(want), "pmem=%s", dev());
+	EXPECT_NE(NULL, strstr(opts, want)) TH_LOG("options: %s", opts);
+	EXPECT_EQ(NULL, strstr(opts, "size=")) TH_LOG("options: %s", opts);
 }
 
 /* Everything a name carries, written, unmounted, mounted, compared. */
