@@ -310,29 +310,22 @@ static u64 pm_entry(struct morsel_pm *pm, u64 page, bool leaf)
 	       (leaf ? MPM_E_LEAF : MPM_E_TABLE) | MPM_E_AD;
 }
 
-static u64 span_pages(unsigned int level)
-{
-	return 1ULL << (9 * level);
-}
-
 /*
  * The data page at @pgoff of the tree whose root word is *@rootp, made
- * present (zeroed) if @alloc; NULL if absent, or if the device is full.
+ * present (zeroed) if absent; NULL if the device is full.  (Lookups use
+ * pm_check.c's mpm_tree_page.)
  * Raises the tree's order as needed: new tables above the old root, which
  * becomes their entry 0, published by one store of the root word.  Only
  * for trees nothing maps and one writer changes (the inode lock).
  */
-static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff,
-			   bool alloc)
+static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff)
 {
 	u64 root = READ_ONCE(*rootp), e = root & ~MPM_ROOT_ORDER_MASK, *slot, p;
 	unsigned int order = e ? mpm_root_order(root) : 0, need = 0, level;
 
-	while (span_pages(need) <= pgoff)
+	while (mpm_span_pages(need) <= pgoff)
 		need++;
 	if (need > order) {
-		if (!alloc)
-			return NULL;
 		for (level = order + 1; e && level <= need; level++) {
 			p = pm_alloc_page(pm);
 			if (!p)
@@ -348,8 +341,6 @@ static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff,
 	for (level = order; ; level--) {
 		e = READ_ONCE(*slot) & ~(slot == rootp ? MPM_ROOT_ORDER_MASK : 0);
 		if (!e) {
-			if (!alloc)
-				return NULL;
 			p = pm_alloc_page(pm);
 			if (!p)
 				return NULL;
@@ -361,7 +352,7 @@ static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff,
 		if (level == 0)
 			return pm_addr(pm, p);
 		slot = (u64 *)pm_addr(pm, p) +
-		       (pgoff / span_pages(level - 1)) % MPM_ENTRIES;
+		       (pgoff / mpm_span_pages(level - 1)) % MPM_ENTRIES;
 	}
 }
 
@@ -419,7 +410,7 @@ int morsel_pm_new_inode(struct inode *inode)
 	mutex_lock(&pm->ino_lock);
 	for (ino = max_t(u64, pm->ino_hint, MPM_ROOT_INO + 1); ino <= MPM_MAX_INO; ino++) {
 		rec = pm_small_page(pm, &mpm_super(&pm->fs)->itable,
-				    ino / MPM_INODES_PER_PAGE, true);
+				    ino / MPM_INODES_PER_PAGE);
 		if (!rec)
 			break;
 		rec += ino % MPM_INODES_PER_PAGE;
@@ -516,7 +507,7 @@ int morsel_pm_symlink(struct inode *inode, const char *target, size_t len)
 
 	if (len >= PAGE_SIZE)
 		return -ENAMETOOLONG;
-	page = pm_small_page(pm, &rec->root, 0, true);
+	page = pm_small_page(pm, &rec->root, 0);
 	if (!page)
 		return -ENOSPC;
 	pm_write(pm, page, target, len);
@@ -539,14 +530,14 @@ static struct mpm_dirent *pm_free_slot(struct morsel_pm *pm, struct inode *dir)
 	int s;
 
 	for (p = (uintptr_t)dir->i_private; p < npages; p++) {
-		de = pm_small_page(pm, &d->root, p, false);
+		de = mpm_tree_page(&pm->fs, READ_ONCE(d->root), p);
 		for (s = 0; de && s < MPM_DIRENTS_PER_PAGE; s++)
 			if (!READ_ONCE(de[s].word)) {
 				dir->i_private = (void *)(uintptr_t)p;
 				return &de[s];
 			}
 	}
-	de = pm_small_page(pm, &d->root, npages, true);
+	de = pm_small_page(pm, &d->root, npages);
 	if (!de)
 		return NULL;
 	morsel_pm_store(pm, &d->size, (npages + 1) * PAGE_SIZE);
@@ -783,7 +774,7 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 			return ERR_PTR(-ENOMEM);
 		}
 	} else if (S_ISLNK(inode->i_mode)) {
-		void *page = pm_small_page(pm, &rec->root, 0, false);
+		void *page = mpm_tree_page(&pm->fs, rec->root, 0);
 
 		inode->i_link = kmemdup_nul(page ? page : "", page ? rec->size : 0,
 					    GFP_KERNEL);
@@ -813,7 +804,7 @@ static int pm_load_dir(struct super_block *sb, struct dentry *parent,
 	int s;
 
 	for (p = 0; p < d->size / PAGE_SIZE; p++) {
-		struct mpm_dirent *de = pm_small_page(pm, &d->root, p, false);
+		struct mpm_dirent *de = mpm_tree_page(&pm->fs, READ_ONCE(d->root), p);
 
 		for (s = 0; de && s < MPM_DIRENTS_PER_PAGE; s++, de++) {
 			u64 word = READ_ONCE(de->word);

@@ -48,11 +48,6 @@ static void store(struct mpm_fs *fs, __u64 *word, __u64 val)
 	fs->st.stores++;
 }
 
-static __u64 span_pages(int level)
-{
-	return 1ULL << (9 * level);
-}
-
 /* A growing array of u64 (pm_check.c's only dynamic list). */
 #define vec mpm_vec
 
@@ -229,7 +224,7 @@ static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 
 		for (i = 0; i < MPM_ENTRIES; i++)
 			walk_entry(fs, &t[i], level - 1,
-				   pgoff + i * span_pages(level - 1), ino, 0);
+				   pgoff + i * mpm_span_pages(level - 1), ino, 0);
 	} else if (!ino) {
 		walk_records(fs, page_at(fs, page), pgoff * MPM_INODES_PER_PAGE);
 	}
@@ -243,11 +238,6 @@ static bool mode_ok(__u64 mode)
 		return !(mode & ~(__u64)(S_IFMT | 07777));
 	}
 	return false;
-}
-
-static __u64 extent_pages(unsigned int order)
-{
-	return span_pages(order);
 }
 
 /* The allocated inodes of one record page (inode numbers from @first). */
@@ -281,7 +271,7 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 				   (unsigned long long)in->min_order);
 			continue;
 		}
-		if (root && extent_pages(order) * MPM_PAGE_SIZE < in->size) {
+		if (root && mpm_span_pages(order) * MPM_PAGE_SIZE < in->size) {
 			fs->st.errors++;
 			mpm_report(fs, MPM_ERROR, "inode %llu: size %llu beyond the order-%u tree",
 				   (unsigned long long)ino, (unsigned long long)in->size, order);
@@ -297,7 +287,7 @@ void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff)
 	int level = mpm_root_order(root);
 	__u64 e = root & ~MPM_ROOT_ORDER_MASK, page;
 
-	if (!e || pgoff >= span_pages(level))
+	if (!e || pgoff >= mpm_span_pages(level))
 		return NULL;
 	for (;;) {
 		page = entry_page(fs, e, fs->base);
@@ -308,8 +298,8 @@ void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff)
 		if (level == 2 && (e & MPM_E_HUGE))
 			return page + pgoff < fs->nr_pages ? page_at(fs, page + pgoff) : NULL;
 		level--;
-		e = mpm_load((__u64 *)page_at(fs, page) + pgoff / span_pages(level));
-		pgoff %= span_pages(level);
+		e = mpm_load((__u64 *)page_at(fs, page) + pgoff / mpm_span_pages(level));
+		pgoff %= mpm_span_pages(level);
 		if (!e)
 			return NULL;
 	}
@@ -500,7 +490,7 @@ static int collect_dead(struct mpm_fs *fs, struct vec *queue, __u64 *seen)
 static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 		       __u64 from, __u64 to, __u64 keep)
 {
-	__u64 v = mpm_load(slot) & ~keep, page, i, span = span_pages(level);
+	__u64 v = mpm_load(slot) & ~keep, page, i, span = mpm_span_pages(level);
 
 	if (!v || pgoff + span <= from || pgoff >= to)
 		return;
@@ -518,7 +508,7 @@ static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 	}
 	for (i = 0; i < MPM_ENTRIES; i++)
 		drop_range(fs, (__u64 *)page_at(fs, page) + i, level - 1,
-			   pgoff + i * span_pages(level - 1), from, to, 0);
+			   pgoff + i * mpm_span_pages(level - 1), from, to, 0);
 }
 
 static void unmark_tree(struct mpm_fs *fs, __u64 e, int level)
@@ -565,7 +555,7 @@ static unsigned int order_for_size(__u64 size)
 {
 	unsigned int order = 0;
 
-	while (order < MPM_MAX_ORDER && extent_pages(order) * MPM_PAGE_SIZE < size)
+	while (order < MPM_MAX_ORDER && mpm_span_pages(order) * MPM_PAGE_SIZE < size)
 		order++;
 	return order;
 }
@@ -652,7 +642,7 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 			store(fs, &in->punch_start, 0);
 	}
 	eof = (in->size + MPM_PAGE_SIZE - 1) / MPM_PAGE_SIZE;
-	drop_range(fs, &in->root, order, 0, eof, span_pages(order),
+	drop_range(fs, &in->root, order, 0, eof, mpm_span_pages(order),
 		   MPM_ROOT_ORDER_MASK);
 	fit_order(fs, in);
 	zero_tail(fs, in);

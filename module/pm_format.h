@@ -61,6 +61,12 @@
 #define MPM_ROOT_ORDER_SHIFT	52
 #define MPM_ROOT_ORDER_MASK	(7ULL << MPM_ROOT_ORDER_SHIFT)
 
+/* Pages a level-@level entry spans (level 0: one page). */
+static inline __u64 mpm_span_pages(unsigned int level)
+{
+	return 1ULL << (9 * level);
+}
+
 static inline unsigned int mpm_root_order(__u64 root)
 {
 	return (root & MPM_ROOT_ORDER_MASK) >> MPM_ROOT_ORDER_SHIFT;
