@@ -443,17 +443,18 @@ static void morsel_evict_inode(struct inode *inode)
 	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
 	long space = MORSEL_BOGO_INODE;
 	size_t freed = 0;
-
 	bool gone = !inode->i_nlink;
 
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 	/* A persistent inode with a name stays on the device. */
 	if (S_ISREG(inode->i_mode) && inode->i_private) {
-		if (sb_pm(inode->i_sb) && !gone)
+		if (sb_pm(inode->i_sb) && !gone) {
+			morsel_fit_final(inode->i_private, i_size_read(inode));
 			morsel_forget(inode->i_private);
-		else
+		} else {
 			morsel_destroy(inode->i_private);
+		}
 	}
 	if (sb_pm(inode->i_sb) && gone && inode->i_ino)
 		morsel_pm_free_inode(inode);
@@ -571,12 +572,14 @@ static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
 
 	simple_statfs(dentry, buf);
 	if (sbi->pm) {
-		u64 blocks, bfree;
+		u64 blocks, bfree, files, ffree;
 
-		morsel_pm_statfs(dentry->d_sb, &blocks, &bfree);
+		morsel_pm_statfs(dentry->d_sb, &blocks, &bfree, &files, &ffree);
 		buf->f_blocks = blocks;
 		buf->f_bfree = bfree;
 		buf->f_bavail = bfree;
+		buf->f_files = files;
+		buf->f_ffree = ffree;
 	} else if (sbi->max_blocks) {
 		buf->f_blocks = sbi->max_blocks;
 		buf->f_bfree = sbi->max_blocks -

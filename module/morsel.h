@@ -174,6 +174,7 @@ int morsel_raise_order(struct morsel *m, unsigned int order);
 int morsel_grow_order(struct morsel *m, loff_t size);
 int morsel_resize(struct inode *inode, loff_t size);
 void morsel_fit_order(struct inode *inode);
+void morsel_fit_final(struct morsel *m, loff_t size);
 int morsel_set_min_order(struct inode *inode, unsigned int order);
 
 /* A regular file's size changed: on a persistent device too (pm.c). */

@@ -29,7 +29,8 @@ int morsel_pm_mount(struct super_block *sb, const char *path);
 struct inode *morsel_pm_load(struct super_block *sb);
 void morsel_pm_unmount(struct super_block *sb);
 const char *morsel_pm_path(struct super_block *sb);
-void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree);
+void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree,
+		      u64 *files, u64 *ffree);
 
 /* Inodes and names (fs.c), under the VFS's locks. */
 int morsel_pm_new_inode(struct inode *inode);

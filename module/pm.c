@@ -57,6 +57,7 @@ struct morsel_pm {
 	struct list_head busy;
 	struct mutex ino_lock;		/* inode records, ino_hint */
 	u64 ino_hint;
+	atomic64_t nr_inodes;		/* allocated records */
 	atomic64_t stores;
 };
 
@@ -436,6 +437,7 @@ int morsel_pm_new_inode(struct inode *inode)
 	pm_set(pm, &rec->punch_start, 0);
 	pm_set(pm, &rec->punch_end, 0);
 	morsel_pm_store(pm, &rec->mode, inode->i_mode);
+	atomic64_inc(&pm->nr_inodes);
 	pm->ino_hint = ino + 1;
 	mutex_unlock(&pm->ino_lock);
 	inode->i_ino = ino;
@@ -461,6 +463,7 @@ void morsel_pm_free_inode(struct inode *inode)
 		return;
 	pm_small_free(pm, &rec->root, mpm_root_order(rec->root), MPM_ROOT_ORDER_MASK);
 	morsel_pm_store(pm, &rec->mode, 0);
+	atomic64_dec(&pm->nr_inodes);
 	mutex_lock(&pm->ino_lock);
 	pm->ino_hint = min_t(u64, pm->ino_hint, inode->i_ino);
 	mutex_unlock(&pm->ino_lock);
@@ -713,6 +716,7 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 			pm->fs.st.relocated);
 	pm->hint = 1;
 	pm->ino_hint = MPM_ROOT_INO + 1;
+	atomic64_set(&pm->nr_inodes, pm->fs.st.inodes);
 	sbi->pm = pm;
 	return 0;
 fail:
@@ -896,8 +900,12 @@ const char *morsel_pm_path(struct super_block *sb)
 	return PM(sb)->path;
 }
 
-/* statfs: the device's pages, the free ones from the allocator. */
-void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree)
+/*
+ * statfs: the device's pages, the free ones from the allocator; inodes:
+ * the records the inode table can hold, the allocated ones.
+ */
+void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree,
+		      u64 *files, u64 *ffree)
 {
 	struct morsel_pm *pm = PM(sb);
 	unsigned long used;
@@ -907,4 +915,6 @@ void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree)
 	spin_unlock_bh(&pm->alloc_lock);
 	*blocks = pm->fs.nr_pages;
 	*bfree = pm->fs.nr_pages - used;
+	*files = MPM_MAX_INO;
+	*ffree = MPM_MAX_INO - atomic64_read(&pm->nr_inodes);
 }

@@ -168,6 +168,22 @@ static void fit(struct morsel *m, loff_t size)
 }
 
 /**
+ * morsel_fit_final - the order the size needs, for a morsel that stays
+ *
+ * A persistent morsel whose inode leaves memory (unmount) keeps its tree
+ * on the device: a longer mapping may have raised it, and nothing maps it
+ * now.  Lowering it here leaves the device as the next mount would make
+ * it, so `morsel fsck` finds a cleanly unmounted device clean.  Called at
+ * eviction, when nobody else holds the inode.
+ */
+void morsel_fit_final(struct morsel *m, loff_t size)
+{
+	mutex_lock(&m->lock);
+	fit(m, size);
+	mutex_unlock(&m->lock);
+}
+
+/**
  * morsel_fit_order - lower the order again to the one the size needs
  *
  * Undoes morsel_grow_order after a write or fallocate that failed before
