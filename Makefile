@@ -13,6 +13,8 @@ SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
+# Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
+BINS    += bench/persist
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -148,6 +150,9 @@ bench/cache: bench/cache.c bench/common.h $(LIB)
 
 bench/pipeline: bench/pipeline.c bench/common.h lib/parse_size.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< lib/parse_size.c $(LIB) $(LDLIBS)
+
+bench/persist: bench/persist.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 test: build
 	@tests/run-all
