@@ -114,6 +114,28 @@ static inline unsigned int level_index(u64 off, int level)
 	return (off >> (PAGE_SHIFT + 9 * (level - 1))) & (PTRS_PER_PTE - 1);
 }
 
+/* A table's split lock and page type, as for any page table of @level. */
+static bool table_ctor(struct ptdesc *pt, int level)
+{
+	if (level == 1)
+		return pagetable_pte_ctor(pt);
+	if (level == 2)
+		return pagetable_pmd_ctor(pt);
+	if (level == 3)
+		pagetable_pud_ctor(pt);
+	return true;
+}
+
+static void table_dtor(struct ptdesc *pt, int level)
+{
+	if (level == 1)
+		pagetable_pte_dtor(pt);
+	else if (level == 2)
+		pagetable_pmd_dtor(pt);
+	else if (level == 3)
+		pagetable_pud_dtor(pt);
+}
+
 /* A new zeroed table for @level.  Return: the table or ERR_PTR(). */
 static void *table_alloc(struct morsel *m, int level)
 {
@@ -125,8 +147,7 @@ static void *table_alloc(struct morsel *m, int level)
 		pt = morsel_pm_alloc_table(m->pm);
 	else
 		pt = pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
-	if (pt && ((level == 1 && !pagetable_pte_ctor(pt)) ||
-		   (level == 2 && !pagetable_pmd_ctor(pt)))) {
+	if (pt && !table_ctor(pt, level)) {
 		if (m->pm)
 			morsel_pm_free_table(m->pm, pt, false);
 		else
@@ -137,8 +158,6 @@ static void *table_alloc(struct morsel *m, int level)
 		morsel_uncharge(m, 1);
 		return ERR_PTR(-ENOMEM);
 	}
-	if (level == 3)
-		pagetable_pud_ctor(pt);
 	atomic_long_inc(&m->nr_tables[level - 1]);
 	atomic_long_inc(&morsel_stat_tables);
 	return ptdesc_address(pt);
@@ -158,12 +177,7 @@ static void table_free(struct morsel *m, void *table, int level,
 {
 	struct ptdesc *pt = virt_to_ptdesc(table);
 
-	if (level == 1)
-		pagetable_pte_dtor(pt);
-	else if (level == 2)
-		pagetable_pmd_dtor(pt);
-	else if (level == 3)
-		pagetable_pud_dtor(pt);
+	table_dtor(pt, level);
 	if (m->pm)
 		morsel_pm_free_table(m->pm, pt, published);
 	else if (published)
@@ -805,11 +819,8 @@ static int adopt(struct morsel *m, mentry_t e, int level)
 	}
 	t = entry_va(e);
 	pt = virt_to_ptdesc(t);
-	if ((level == 1 && !pagetable_pte_ctor(pt)) ||
-	    (level == 2 && !pagetable_pmd_ctor(pt)))
+	if (!table_ctor(pt, level))
 		return -ENOMEM;
-	if (level == 3)
-		pagetable_pud_ctor(pt);
 	atomic_long_inc(&m->nr_tables[level - 1]);
 	atomic_long_inc(&morsel_stat_tables);
 	for (i = 0; i < PTRS_PER_PTE && !err; i++)
@@ -837,12 +848,7 @@ static void disown(struct morsel *m, mentry_t e, int level)
 	pt = virt_to_ptdesc(t);
 	if (!atomic_long_read(&m->nr_tables[level - 1]))
 		return;		/* adopt() stopped before this one */
-	if (level == 1)
-		pagetable_pte_dtor(pt);
-	else if (level == 2)
-		pagetable_pmd_dtor(pt);
-	else if (level == 3)
-		pagetable_pud_dtor(pt);
+	table_dtor(pt, level);
 	morsel_pm_table_disowned(pt);
 	atomic_long_dec(&m->nr_tables[level - 1]);
 	atomic_long_dec(&morsel_stat_tables);
