@@ -233,6 +233,17 @@ def fresh_name(rng, s, prefix):
     return name
 
 
+def pick_offset(rng, s, nonempty, aligned):
+    """A non-empty file, its size, and an offset below it that is page
+    aligned with probability @aligned."""
+    f = rng.choice(nonempty)
+    size = len(s.inodes[s.names[f]][2])
+    off = rng.randrange(size)
+    if rng.random() < aligned:
+        off = off // PAGE * PAGE
+    return f, size, off
+
+
 def draw(rng, s):
     """One operation for state s (its name counter advances), or None."""
     if '' not in s.names:
@@ -270,29 +281,17 @@ def draw(rng, s):
     if op == 'append' and files:
         return (op, rng.choice(files), pattern(rng, draw_size(rng, big=False)))
     if op == 'overwrite' and nonempty:
-        f = rng.choice(nonempty)
-        size = len(s.inodes[s.names[f]][2])
-        off = rng.randrange(size)
-        if rng.random() < 0.3:
-            off = off // PAGE * PAGE
+        f, size, off = pick_offset(rng, s, nonempty, 0.3)
         n = rng.randint(1, min(size - off, draw_size(rng, big=False)))
         return (op, f, off, pattern(rng, n))
     if op == 'grow' and files:
         f = rng.choice(files)
         return (op, f, len(s.inodes[s.names[f]][2]) + draw_size(rng))
     if op == 'shrink' and nonempty:
-        f = rng.choice(nonempty)
-        size = len(s.inodes[s.names[f]][2])
-        new = rng.randrange(size)
-        if rng.random() < 0.3:
-            new = new // PAGE * PAGE
+        f, size, new = pick_offset(rng, s, nonempty, 0.3)
         return (op, f, new)
     if op == 'punch' and nonempty:
-        f = rng.choice(nonempty)
-        size = len(s.inodes[s.names[f]][2])
-        off = rng.randrange(size)
-        if rng.random() < 0.4:
-            off = off // PAGE * PAGE
+        f, size, off = pick_offset(rng, s, nonempty, 0.4)
         n = rng.randint(1, size - off + 2 * PAGE)
         if rng.random() < 0.4:
             n = -(-n // PAGE) * PAGE
