@@ -282,6 +282,11 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 
 /* --- lookups (after pass 1: every entry is against fs->base) ----------- */
 
+__u64 mpm_entry_page(struct mpm_fs *fs, __u64 e)
+{
+	return entry_page(fs, e, fs->base);
+}
+
 void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff)
 {
 	int level = mpm_root_order(root);
@@ -550,16 +555,6 @@ static void finish_renames(struct mpm_fs *fs, struct vec *pending)
 	}
 }
 
-/* The order a size needs: the smallest whose extent holds it. */
-static unsigned int order_for_size(__u64 size)
-{
-	unsigned int order = 0;
-
-	while (order < MPM_MAX_ORDER && mpm_span_pages(order) * MPM_PAGE_SIZE < size)
-		order++;
-	return order;
-}
-
 /*
  * Lower a tree above the order its size and minimum order need (after the
  * pages past EOF are gone): a crash between raising the order and storing
@@ -570,7 +565,7 @@ static unsigned int order_for_size(__u64 size)
  */
 static void fit_order(struct mpm_fs *fs, struct mpm_inode *in)
 {
-	__u64 root = mpm_load(&in->root), want = order_for_size(in->size), page, *t;
+	__u64 root = mpm_load(&in->root), want = mpm_order_for_size(in->size), page, *t;
 	unsigned int order = mpm_root_order(root), i;
 
 	if (want < in->min_order)

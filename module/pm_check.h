@@ -86,6 +86,8 @@ void mpm_fs_release(struct mpm_fs *fs);
 /* Helpers for the environment (and the module's mount). */
 struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino);
 void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff);
+/* The device page entry @e points to, or 0 if outside the device. */
+__u64 mpm_entry_page(struct mpm_fs *fs, __u64 e);
 
 static inline struct mpm_super *mpm_super(struct mpm_fs *fs)
 {

@@ -67,6 +67,16 @@ static inline __u64 mpm_span_pages(unsigned int level)
 	return 1ULL << (9 * level);
 }
 
+/* The order a size needs: the smallest whose extent holds it. */
+static inline unsigned int mpm_order_for_size(__u64 size)
+{
+	unsigned int order = 0;
+
+	while (order < MPM_MAX_ORDER && mpm_span_pages(order) * MPM_PAGE_SIZE < size)
+		order++;
+	return order;
+}
+
 static inline unsigned int mpm_root_order(__u64 root)
 {
 	return (root & MPM_ROOT_ORDER_MASK) >> MPM_ROOT_ORDER_SHIFT;

@@ -633,20 +633,10 @@ static char *escape(const char *p, size_t len)
 	return s;
 }
 
-static __u64 dev_page(struct mpm_fs *fs, __u64 e)
-{
-	__u64 addr = e & MPM_E_ADDR, page;
-
-	if (addr < fs->base)
-		return 0;
-	page = (addr - fs->base) / PG;
-	return page < fs->nr_pages ? page : 0;
-}
-
 /* Data pages of the tree under the level-@level entry @e. */
 static __u64 count_pages(struct mpm_fs *fs, __u64 e, int level)
 {
-	__u64 page = dev_page(fs, e), n = 0, *t;
+	__u64 page = mpm_entry_page(fs, e), n = 0, *t;
 	int i;
 
 	if (!e || !page)
@@ -661,14 +651,6 @@ static __u64 count_pages(struct mpm_fs *fs, __u64 e, int level)
 	return n;
 }
 
-static unsigned int order_for_size(__u64 size)
-{
-	unsigned int order = 0;
-
-	while (order < MPM_MAX_ORDER && (PG << (9 * order)) < size)
-		order++;
-	return order;
-}
 
 #define FNV_OFFSET	0xcbf29ce484222325ULL
 #define FNV_PRIME	0x100000001b3ULL
@@ -784,8 +766,8 @@ static char *dump(struct mpm_fs *fs)
 		mode = in->mode;
 		if ((mode & S_IFMT) == S_IFREG) {
 			unsigned int order = in->root ? mpm_root_order(in->root) :
-				order_for_size(in->size) > in->min_order ?
-				order_for_size(in->size) : (unsigned int)in->min_order;
+				mpm_order_for_size(in->size) > in->min_order ?
+				mpm_order_for_size(in->size) : (unsigned int)in->min_order;
 			bool tail_clean;
 			__u64 h = content_hash(fs, in, &tail_clean);
 
@@ -960,7 +942,7 @@ static const char * const inode_field[16] = { "mode", "owner", "size", "root",
 static bool find_page(struct mpm_fs *fs, __u64 e, int level, __u64 pgoff,
 		      __u64 target, int *lvl, __u64 *at)
 {
-	__u64 page = dev_page(fs, e), *t;
+	__u64 page = mpm_entry_page(fs, e), *t;
 	int i;
 
 	if (!e || !page)
