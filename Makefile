@@ -18,7 +18,7 @@ BINS    += bench/persist
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
-BINS    += tests/preload_test tests/pmem_test
+BINS    += tests/preload_test tests/pmem_test tests/pmem_pin_test
 # Every-prefix crash testing of persistent morselfs (vm/run --pmem).
 BINS    += tests/pm_crash
 # The LD_PRELOAD shim (preload/): libmorsel's code built into it, hidden,
@@ -114,8 +114,11 @@ tests/errors_test: tests/errors_test.c tests/ksft_util.h $(LIB)
 tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/probe/probe.h $(PM_DEPS) $(LIB)
+tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/pmem_util.h tests/probe/probe.h $(PM_DEPS) $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
+
+tests/pmem_pin_test: tests/pmem_pin_test.c tests/ksft_util.h tests/pmem_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)

@@ -268,6 +268,16 @@ int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev)
 			return -ENOMEM;
 		inode->i_op = &morsel_file_iops;
 		inode->i_fop = &morsel_fops;
+		/*
+		 * A persistent file's pages are the device's, mapped in place:
+		 * S_DAX makes GUP refuse FOLL_LONGTERM pins of them
+		 * (-EOPNOTSUPP) as for any fsdax file, so no RDMA region or
+		 * io_uring buffer can hold a page the next owner's data goes
+		 * into.  Its other effects: statx reports STATX_ATTR_DAX and
+		 * core dumps follow the DAX bits of coredump_filter.
+		 */
+		if (sbi->pm)
+			inode->i_flags |= S_DAX;
 		break;
 	case S_IFDIR:
 		inode->i_op = &morsel_dir_iops;

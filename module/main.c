@@ -2,13 +2,15 @@
 /*
  * Module entry: registers the counters and the morselfs file system.
  * Unloading waits for the tables still queued for an RCU grace period
- * (tree.c), whose callback is module code.
+ * (tree.c), whose callback is module code, and for the work that reaps
+ * the pages of unmounted persistent devices (pm.c).
  */
 #include <linux/module.h>
 #include <linux/rcupdate.h>
 #include <asm/cpufeature.h>
 
 #include "morsel.h"
+#include "morsel_pm.h"
 
 static int __init morsel_init(void)
 {
@@ -35,6 +37,7 @@ static int __init morsel_init(void)
 static void __exit morsel_exit(void)
 {
 	morselfs_unregister();
+	morsel_pm_exit();
 	rcu_barrier();
 	morsel_stats_exit();
 }

@@ -15,7 +15,11 @@
  * words hold the pgmap, so a table freed here never goes through
  * pt_rcu_head or page->lru; its RCU grace period uses a small allocation
  * of our own.  A data page is idle at reference count 1; one freed while
- * pinned (count above 1) waits on a list until it is idle again.
+ * pinned (count above 1) waits on a list until it is idle again; one
+ * still pinned at unmount (a pipe holds a vmspliced page) stays reserved
+ * for every later mount of the device until it is idle (pm_leftovers).
+ * Long-term pins (RDMA, io_uring buffers) are refused: the files are
+ * S_DAX (fs.c).
  *
  * Every metadata store goes through morsel_pm_store() and its xchg and
  * cmpxchg variants: they count the stores and, when the platform does not
@@ -27,7 +31,9 @@
  * faults allocate lock-free otherwise); inode records are
  * allocated under pm->ino_lock; names change under the VFS's directory
  * locks (i_rwsem of every directory involved), which also order the
- * stores into a directory's pages; an inode's words under its i_rwsem.
+ * stores into a directory's pages; an inode's words under its i_rwsem;
+ * the leftovers of unmounted devices under pm_leftover_lock (a mutex:
+ * mount, unmount and the reaping work sleep).
  */
 #include <linux/blkdev.h>
 #include <linux/dax.h>
@@ -35,10 +41,12 @@
 #include <linux/libnvdimm.h>
 #include <linux/memremap.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/pfn_t.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/stdarg.h>
+#include <linux/workqueue.h>
 
 #include "morsel.h"
 #include "morsel_pm.h"
@@ -301,6 +309,105 @@ void morsel_pm_free_data(struct morsel_pm *pm, struct page *page)
 	spin_lock_bh(&pm->alloc_lock);
 	list_add(&d->node, &pm->busy);
 	spin_unlock_bh(&pm->alloc_lock);
+}
+
+/*
+ * ---- pages still referenced when their mount went away ----
+ *
+ * A data page freed while a pipe or an I/O still holds it waits on the
+ * mount's busy list; at unmount the ones still held become leftovers of
+ * their device.  A later mount of the device marks them used (and busy)
+ * instead of handing them out zeroed while a pipe can still read them.
+ * Each holds a reference to the device's pgmap, so an unbind waits for
+ * it as it waits for a mount; while any exists the module holds itself,
+ * and a work item frees the idle ones once a second.
+ */
+struct pm_leftover {
+	struct list_head node;
+	struct dev_pagemap *pgmap;
+	unsigned long pfn;
+};
+
+static LIST_HEAD(pm_leftovers);
+static DEFINE_MUTEX(pm_leftover_lock);
+static void pm_leftover_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(pm_leftover_work, pm_leftover_reap);
+
+static bool pfn_idle(unsigned long pfn)
+{
+	return page_ref_count(pfn_to_page(pfn)) == 1;
+}
+
+/* Drop the leftovers that are idle (or taken, @pm); under the mutex. */
+static void pm_leftover_drop(struct morsel_pm *pm)
+{
+	unsigned long first = PHYS_PFN(pm ? pm->fs.phys : 0);
+	struct pm_leftover *l, *next;
+	struct pm_deferred *d;
+	bool had = !list_empty(&pm_leftovers);
+
+	list_for_each_entry_safe(l, next, &pm_leftovers, node) {
+		bool ours = pm && l->pgmap == pm->pgmap &&
+			    l->pfn - first < pm->fs.nr_pages;
+
+		if (!ours && !pfn_idle(l->pfn))
+			continue;
+		/* Reachable again would mean the device was rewritten. */
+		if (ours && !pfn_idle(l->pfn) &&
+		    !__test_and_set_bit(l->pfn - first,
+					(unsigned long *)pm->fs.used)) {
+			d = kmalloc(sizeof(*d), GFP_KERNEL | __GFP_NOFAIL);
+			d->pm = pm;
+			d->page = l->pfn - first;
+			list_add(&d->node, &pm->busy);
+		}
+		list_del(&l->node);
+		put_dev_pagemap(l->pgmap);
+		kfree(l);
+	}
+	if (had && list_empty(&pm_leftovers))
+		module_put(THIS_MODULE);
+	else if (!list_empty(&pm_leftovers))
+		schedule_delayed_work(&pm_leftover_work, HZ);
+}
+
+static void pm_leftover_reap(struct work_struct *work)
+{
+	mutex_lock(&pm_leftover_lock);
+	pm_leftover_drop(NULL);
+	mutex_unlock(&pm_leftover_lock);
+}
+
+/* Unmount: the busy pages still held become leftovers. */
+static void pm_leave_busy(struct morsel_pm *pm)
+{
+	struct pm_deferred *d, *next;
+	struct pm_leftover *l;
+	unsigned long pfn;
+
+	mutex_lock(&pm_leftover_lock);
+	list_for_each_entry_safe(d, next, &pm->busy, node) {
+		pfn = PHYS_PFN(pm->fs.phys) + d->page;
+		if (!pfn_idle(pfn)) {
+			l = kmalloc(sizeof(*l), GFP_KERNEL | __GFP_NOFAIL);
+			l->pfn = pfn;
+			l->pgmap = get_dev_pagemap(pfn, pm->pgmap);
+			if (list_empty(&pm_leftovers)) {
+				__module_get(THIS_MODULE);
+				schedule_delayed_work(&pm_leftover_work, HZ);
+			}
+			list_add_tail(&l->node, &pm_leftovers);
+		}
+		list_del(&d->node);
+		kfree(d);
+	}
+	mutex_unlock(&pm_leftover_lock);
+}
+
+/* Module exit (no leftover is left: each holds the module). */
+void morsel_pm_exit(void)
+{
+	cancel_delayed_work_sync(&pm_leftover_work);
 }
 
 /* ---- small trees: directories and symbolic links ---- */
@@ -714,6 +821,9 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 			path, pm->fs.st.orphans, pm->fs.st.renames,
 			pm->fs.st.punches, pm->fs.st.leaked_pages,
 			pm->fs.st.relocated);
+	mutex_lock(&pm_leftover_lock);
+	pm_leftover_drop(pm);
+	mutex_unlock(&pm_leftover_lock);
 	pm->hint = 1;
 	pm->ino_hint = MPM_ROOT_INO + 1;
 	atomic64_set(&pm->nr_inodes, pm->fs.st.inodes);
@@ -880,13 +990,11 @@ struct inode *morsel_pm_load(struct super_block *sb)
 void morsel_pm_unmount(struct super_block *sb)
 {
 	struct morsel_pm *pm = PM(sb);
-	struct pm_deferred *d, *next;
 
 	if (!pm)
 		return;
 	rcu_barrier();		/* tables waiting for a grace period */
-	list_for_each_entry_safe(d, next, &pm->busy, node)
-		kfree(d);	/* still pinned: free again at the next mount */
+	pm_leave_busy(pm);
 	mpm_fs_release(&pm->fs);
 	put_dev_pagemap(pm->pgmap);
 	fs_put_dax(pm->dax, sb);

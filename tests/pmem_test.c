@@ -8,10 +8,11 @@
  * memory, space coming back, a full device, every refused input, and
  * `morsel fsck`'s findings and repairs on a damaged device.  Reboots, moves
  * and power cuts are tests/pmem_reboot_test and tests/powercut; every crash
- * state of single operations is tests/pm_crash.
+ * state of single operations is tests/pm_crash; pins, tests/pmem_pin_test.
  *
  * kselftest harness: every TEST runs in its own child process, each with a
- * freshly formatted device mounted at DIR (the fixture).  No locking.
+ * freshly formatted device mounted at DIR (the fixture of pmem_util.h).
+ * No locking.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -35,117 +36,13 @@
 #include "morsel.h"
 #include "ksft_util.h"
 #include "pm.h"
+#include "pmem_util.h"
 #include "probe/probe.h"
-
-#define MiB (1024ULL * 1024)
-#define PG 4096ULL
-#define DIR "/tmp/pmem-test"
-
-static const char *dev(void)
-{
-	const char *d = getenv("MORSEL_PMEM");
-
-	return d && *d ? d : NULL;
-}
-
-static const char *p(const char *name)
-{
-	static char buf[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), DIR "/%s", name);
-	return buf[i];
-}
-
-static int run(const char *cmd)
-{
-	int status = system(cmd);
-
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* `morsel fsck ARGS DEV`'s exit code (its output is dropped). */
-static int fsck(const char *args)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "tools/morsel fsck %s %s > /dev/null", args, dev());
-	return run(cmd);
-}
-
-static int do_mount(void)
-{
-	char opts[128];
-
-	snprintf(opts, sizeof(opts), "pmem=%s", dev());
-	return mount("none", DIR, "morselfs", 0, opts);
-}
-
-static int remount(void)
-{
-	if (umount(DIR))
-		return -1;
-	return do_mount();
-}
-
-static void put(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	if (fd >= 0) {
-		if (write(fd, s, strlen(s)) < 0)
-			perror(path);
-		close(fd);
-	}
-}
-
-static char *get(const char *path)
-{
-	static char buf[4096];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-
-	if (fd >= 0)
-		close(fd);
-	buf[n < 0 ? 0 : n] = 0;
-	return buf;
-}
-
-static unsigned long long free_pages(void)
-{
-	struct statfs s;
-
-	return statfs(DIR, &s) ? 0 : s.f_bfree;
-}
 
 /* Byte @i of test pattern @seed. */
 static unsigned char pat(unsigned long long i, unsigned int seed)
 {
 	return (i * 2654435761ULL + seed) >> 11;
-}
-
-FIXTURE(pm) {
-	int unused;
-};
-
-FIXTURE_SETUP(pm)
-{
-	if (!dev())
-		SKIP(return, "no $MORSEL_PMEM (vm/run --pmem FILE:SIZE)");
-	mkdir(DIR, 0755);
-	umount(DIR);
-	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
-	ASSERT_EQ(0, do_mount()) TH_LOG("mount: %s", strerror(errno));
-}
-
-FIXTURE_TEARDOWN(pm)
-{
-	if (dev()) {
-		umount(DIR);
-		/* Every test leaves a device fsck finds clean. */
-		EXPECT_EQ(0, fsck("-n"));
-	}
 }
 
 TEST_F(pm, empty_file_system)
