@@ -630,9 +630,21 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 	return 0;
 }
 
+/*
+ * The VFS changed an inode's times: a write's file_modified(), a read's
+ * atime (without i_rwsem).  A persistent instance stores them; an inode
+ * being evicted may have no record any more.
+ */
+static void morsel_dirty_inode(struct inode *inode, int flags)
+{
+	if (sb_pm(inode->i_sb) && !(inode->i_state & (I_FREEING | I_WILL_FREE)))
+		morsel_pm_sync_inode(inode);
+}
+
 static const struct super_operations morsel_sops = {
 	.alloc_inode = morsel_alloc_inode,
 	.free_inode = morsel_free_inode,
+	.dirty_inode = morsel_dirty_inode,
 	.statfs = morsel_statfs,
 	.drop_inode = generic_delete_inode,
 	.evict_inode = morsel_evict_inode,

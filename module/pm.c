@@ -576,16 +576,23 @@ void morsel_pm_free_inode(struct inode *inode)
 	mutex_unlock(&pm->ino_lock);
 }
 
-/* Mode, owner and times after a change (each word one store). */
+/*
+ * Mode, owner and times after a change (each word one store).  Callers
+ * hold i_rwsem, except a read's atime update (fs.c's dirty_inode); i_lock
+ * orders them, so the last section stores the inode's latest values.
+ */
 void morsel_pm_sync_inode(struct inode *inode)
 {
 	struct morsel_pm *pm = PM(inode->i_sb);
 	struct mpm_inode *rec = pm_rec(pm, inode->i_ino);
 
+	spin_lock(&inode->i_lock);
 	pm_set(pm, &rec->mode, inode->i_mode);
 	pm_set(pm, &rec->owner, pm_owner(inode));
+	pm_set(pm, &rec->atime, ts_ns(inode_get_atime(inode)));
 	pm_set(pm, &rec->mtime, ts_ns(inode_get_mtime(inode)));
 	pm_set(pm, &rec->ctime, ts_ns(inode_get_ctime(inode)));
+	spin_unlock(&inode->i_lock);
 }
 
 void morsel_size_changed(struct inode *inode)

@@ -2,9 +2,9 @@
 /*
  * pmem_test: a persistent morselfs (mount -o pmem=DEV) on the VM's
  * emulated NVDIMM ($MORSEL_PMEM, vm/run --pmem): what survives an unmount
- * (names, directories, modes, owners, sizes, orders, minimum orders, bound
- * addresses, hard and symbolic links, special files, data written and
- * stored through mappings), that mappings are walked through the device's
+ * (names, directories, modes, owners, times, sizes, orders, minimum
+ * orders, bound addresses, hard and symbolic links, special files, data
+ * written and stored through mappings), that mappings are walked through the device's
  * memory, space coming back, a full device, every refused input, and
  * `morsel fsck`'s findings and repairs on a damaged device.  Reboots, moves
  * and power cuts are tests/pmem_reboot_test and tests/powercut; every crash
@@ -130,6 +130,44 @@ TEST_F(pm, names_and_attributes_survive_unmount)
 		EXPECT_STREQ("middle", buf);
 	}
 	close(fd);
+}
+
+/*
+ * Times survive: set by utimensat, moved by a write that keeps the size
+ * and by a read's atime update (relatime: the atime is older than mtime).
+ */
+TEST_F(pm, times_survive_unmount)
+{
+	struct timespec set[2] = { { 1000, 1 }, { 2000, 2 } };
+	struct stat before, after;
+	char buf[4];
+	int fd;
+
+	put(p("t"), "abcd");
+	ASSERT_EQ(0, utimensat(AT_FDCWD, p("t"), set, 0));
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(0, stat(p("t"), &after));
+	EXPECT_EQ(1000, after.st_atim.tv_sec);
+	EXPECT_EQ(1, after.st_atim.tv_nsec);
+	EXPECT_EQ(2000, after.st_mtim.tv_sec);
+	EXPECT_EQ(2, after.st_mtim.tv_nsec);
+
+	fd = open(p("t"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, pwrite(fd, "wxyz", 4, 0));	/* same size */
+	ASSERT_EQ(4, pread(fd, buf, 4, 0));
+	close(fd);
+	ASSERT_EQ(0, stat(p("t"), &before));
+	EXPECT_LT(2000, before.st_mtim.tv_sec);
+	EXPECT_LT(1000, before.st_atim.tv_sec);
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(0, stat(p("t"), &after));
+	EXPECT_EQ(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+	EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+	EXPECT_EQ(before.st_atim.tv_sec, after.st_atim.tv_sec);
+	EXPECT_EQ(before.st_atim.tv_nsec, after.st_atim.tv_nsec);
+	EXPECT_EQ(before.st_ctim.tv_nsec, after.st_ctim.tv_nsec);
+	EXPECT_STREQ("wxyz", get(p("t")));
 }
 
 /* The process's own page tables lead into the device: PMD and PTE tables. */
