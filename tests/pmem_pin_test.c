@@ -10,8 +10,9 @@
  *  - a page a pipe still holds (vmsplice) after its file is gone and its
  *    file system unmounted is not given to anyone by the next mount: a
  *    full device is written and the pipe still reads the old bytes; once
- *    the pipe is closed the next mount frees it (nothing leaks), and
- *    while it is held the module cannot be unloaded.
+ *    the pipe is closed the next mount frees it (nothing leaks), or,
+ *    with no mount, the module's reaper does; while it is held the
+ *    module cannot be unloaded.
  *
  * kselftest harness, fixture "pm" of pmem_util.h.  No locking.
  */
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -192,6 +194,47 @@ TEST_F(pm, pipe_keeps_page_across_remount)
 	EXPECT_EQ(refs + 1, refs_held) TH_LOG("refcnt %ld with the page held, %ld after",
 					       refs_held, refs);
 	ASSERT_EQ(0, do_mount());
+}
+
+/*
+ * Unmounted, the page is freed by the module's reaper once the pipe lets
+ * go: the module's reference goes (waited for with a deadline; the
+ * reaper looks once a second) and the next mount finds all space free.
+ */
+TEST_F(pm, reaper_frees_page_without_mount)
+{
+	unsigned long long base;
+	struct timespec start, now;
+	long refs, refs_held;
+	int pfd[2];
+	struct iovec v;
+	void *m;
+
+	put(p("keep"), "");
+	base = free_pages();
+	m = map_new(p("f"), PG);
+	ASSERT_NE(MAP_FAILED, m);
+	memset(m, 'C', PG);
+	ASSERT_EQ(0, pipe(pfd));
+	v.iov_base = m;
+	v.iov_len = PG;
+	ASSERT_EQ((ssize_t)PG, vmsplice(pfd[1], &v, 1, 0));
+	munmap(m, PG);
+	ASSERT_EQ(0, unlink(p("f")));
+	ASSERT_EQ(0, umount(DIR));
+	refs_held = module_refs();
+	close(pfd[0]);
+	close(pfd[1]);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		usleep(10000);	/* a poll's pause; the deadline decides */
+		refs = module_refs();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (refs == refs_held && now.tv_sec - start.tv_sec < 30);
+	EXPECT_EQ(refs_held - 1, refs) TH_LOG("refcnt %ld with the page held, %ld after",
+					       refs_held, refs);
+	ASSERT_EQ(0, do_mount());
+	EXPECT_EQ(base, free_pages());
 }
 
 TEST_HARNESS_MAIN
