@@ -126,7 +126,9 @@ static int morsel_xattr_get(const struct xattr_handler *handler,
 /*
  * Set or (!@value) remove an attribute; the VFS holds the inode lock.  A
  * new value takes inode space first (-ENOSPC past nr_inodes=), the old one
- * gives its space back.
+ * gives its space back.  A persistent instance first gets the page the
+ * new list goes to (-ENOSPC past one page per inode, or a full device),
+ * and commits it once the list changed (pm.c).
  */
 static int morsel_xattr_set(const struct xattr_handler *handler,
 			    struct mnt_idmap *idmap, struct dentry *unused,
@@ -134,29 +136,62 @@ static int morsel_xattr_set(const struct xattr_handler *handler,
 			    const void *value, size_t size, int flags)
 {
 	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+	struct simple_xattrs *xs = &MORSEL_I(inode)->xattrs;
 	struct simple_xattr *old;
 	long space = 0;
+	u64 page = 0;
 	int err;
 
 	name = xattr_full_name(handler, name);
+	if (sbi->pm) {
+		err = morsel_pm_xattrs_begin(inode, xs, name, value, size, &page);
+		if (err)
+			return err;
+	}
 	if (value) {
 		space = simple_xattr_space(name, size);
 		err = ispace_charge(sbi, space);
 		if (err)
-			return err;
+			goto abort;
 	}
-	old = simple_xattr_set(&MORSEL_I(inode)->xattrs, name, value, size,
-			       flags);
+	old = simple_xattr_set(xs, name, value, size, flags);
 	if (IS_ERR(old)) {
 		ispace_uncharge(sbi, space);
-		return PTR_ERR(old);
+		err = PTR_ERR(old);
+		goto abort;
 	}
+	if (sbi->pm)
+		morsel_pm_xattrs_commit(inode, xs, page);
 	if (old) {
 		ispace_uncharge(sbi, simple_xattr_space(old->name, old->size));
 		simple_xattr_free(old);
 	}
 	inode_set_ctime_current(inode);
+	if (sbi->pm)
+		morsel_pm_sync_inode(inode);
 	return 0;
+abort:
+	if (sbi->pm)
+		morsel_pm_xattrs_abort(inode, page);
+	return err;
+}
+
+/* An attribute a persistent mount loads: its inode space (no limit). */
+int morsel_xattr_load(struct inode *inode, const char *name, size_t len,
+		      const void *value, size_t size)
+{
+	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
+	struct simple_xattr *old;
+	char *n = kstrndup(name, len, GFP_KERNEL);
+
+	if (!n)
+		return -ENOMEM;
+	old = simple_xattr_set(&MORSEL_I(inode)->xattrs, n, value, size,
+			       XATTR_CREATE);
+	if (!IS_ERR(old))
+		atomic_long_add(simple_xattr_space(n, size), &sbi->ispace);
+	kfree(n);
+	return PTR_ERR_OR_ZERO(old);
 }
 
 static const struct xattr_handler morsel_security_xattr_handler = {

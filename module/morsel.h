@@ -182,6 +182,8 @@ void morsel_size_changed(struct inode *inode);
 
 /* fs.c */
 void morsel_account_loaded(struct inode *inode);
+int morsel_xattr_load(struct inode *inode, const char *name, size_t len,
+		      const void *value, size_t size);
 int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev);
 int morselfs_register(void);
 void morselfs_unregister(void);

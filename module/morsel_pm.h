@@ -46,6 +46,15 @@ int morsel_pm_symlink(struct inode *inode, const char *target, size_t len);
 void morsel_pm_set_size(struct inode *inode);
 void morsel_pm_set_word(struct inode *inode, size_t field, u64 val);
 
+/* Extended attributes (fs.c), under the inode lock. */
+struct simple_xattrs;
+int morsel_pm_xattrs_begin(struct inode *inode, struct simple_xattrs *xs,
+			   const char *name, const void *value, size_t size,
+			   u64 *page);
+void morsel_pm_xattrs_abort(struct inode *inode, u64 page);
+void morsel_pm_xattrs_commit(struct inode *inode, struct simple_xattrs *xs,
+			     u64 page);
+
 #define MORSEL_PM_FIELD(f)	offsetof(struct mpm_inode, f)
 
 #endif /* MORSEL_MORSEL_PM_H */

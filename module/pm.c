@@ -47,6 +47,7 @@
 #include <linux/slab.h>
 #include <linux/stdarg.h>
 #include <linux/workqueue.h>
+#include <linux/xattr.h>
 
 #include "morsel.h"
 #include "morsel_pm.h"
@@ -543,6 +544,7 @@ int morsel_pm_new_inode(struct inode *inode)
 	pm_set(pm, &rec->rdev, new_encode_dev(inode->i_rdev));
 	pm_set(pm, &rec->punch_start, 0);
 	pm_set(pm, &rec->punch_end, 0);
+	pm_set(pm, &rec->xattr, 0);
 	morsel_pm_store(pm, &rec->mode, inode->i_mode);
 	atomic64_inc(&pm->nr_inodes);
 	pm->ino_hint = ino + 1;
@@ -568,6 +570,7 @@ void morsel_pm_free_inode(struct inode *inode)
 
 	if (!rec)
 		return;
+	pm_small_free(pm, &rec->xattr, 0, 0);
 	pm_small_free(pm, &rec->root, mpm_root_order(rec->root), MPM_ROOT_ORDER_MASK);
 	morsel_pm_store(pm, &rec->mode, 0);
 	atomic64_dec(&pm->nr_inodes);
@@ -613,6 +616,86 @@ void morsel_pm_set_word(struct inode *inode, size_t field, u64 val)
 	struct morsel_pm *pm = PM(inode->i_sb);
 
 	pm_set(pm, (u64 *)((u8 *)pm_rec(pm, inode->i_ino) + field), val);
+}
+
+/*
+ * ---- extended attributes ----
+ *
+ * All of an inode's attributes live in one device page (pm_format.h).  A
+ * change, under the inode lock, first gets a zeroed page (so it can fail
+ * before the VFS's copy changes), then writes the list after the change
+ * into it, commits it with one store of the record's word and frees the
+ * old page.  A change that leaves no attribute needs no page.
+ */
+static size_t pm_xattrs_size(struct simple_xattrs *xs, const char *skip)
+{
+	struct rb_node *n;
+	size_t len = 0;
+
+	read_lock(&xs->lock);
+	for (n = rb_first(&xs->rb_root); n; n = rb_next(n)) {
+		struct simple_xattr *x = rb_entry(n, struct simple_xattr, rb_node);
+
+		if (strcmp(x->name, skip))
+			len += MPM_XATTR_SPACE(strlen(x->name), x->size);
+	}
+	read_unlock(&xs->lock);
+	return len;
+}
+
+/*
+ * Before setting (@value) or removing @name: -ENOSPC if the list would
+ * not fit a page or the device is full; *@page, the page to commit.
+ */
+int morsel_pm_xattrs_begin(struct inode *inode, struct simple_xattrs *xs,
+			   const char *name, const void *value, size_t size,
+			   u64 *page)
+{
+	size_t len = pm_xattrs_size(xs, name);
+
+	if (value)
+		len += MPM_XATTR_SPACE(strlen(name), size);
+	*page = 0;
+	if (len > PAGE_SIZE)
+		return -ENOSPC;
+	if (len)
+		*page = pm_alloc_page(PM(inode->i_sb));
+	return len && !*page ? -ENOSPC : 0;
+}
+
+/* The change failed: give the page back. */
+void morsel_pm_xattrs_abort(struct inode *inode, u64 page)
+{
+	if (page)
+		pm_free_page(PM(inode->i_sb), page);
+}
+
+/* The VFS's list changed: write it to @page and commit. */
+void morsel_pm_xattrs_commit(struct inode *inode, struct simple_xattrs *xs,
+			     u64 page)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+	struct mpm_inode *rec = pm_rec(pm, inode->i_ino);
+	u8 *dst = page ? pm_addr(pm, page) : NULL;
+	struct mpm_xattr h = { 0 };
+	struct rb_node *n;
+	u64 old;
+
+	read_lock(&xs->lock);
+	for (n = rb_first(&xs->rb_root); dst && n; n = rb_next(n)) {
+		struct simple_xattr *x = rb_entry(n, struct simple_xattr, rb_node);
+
+		h.name_len = strlen(x->name);
+		h.value_len = x->size;
+		pm_write(pm, dst, &h, sizeof(h));
+		pm_write(pm, dst + sizeof(h), x->name, h.name_len);
+		pm_write(pm, dst + sizeof(h) + h.name_len, x->value, x->size);
+		dst += MPM_XATTR_SPACE(h.name_len, h.value_len);
+	}
+	read_unlock(&xs->lock);
+	old = morsel_pm_xchg(pm, &rec->xattr, page ? pm_entry(pm, page, true) : 0);
+	if (old)
+		pm_free_page(pm, mpm_entry_page(&pm->fs, old));
 }
 
 /* The target goes to the link's one data page; then its size. */
@@ -860,6 +943,7 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	struct morsel_pm *pm = PM(sb);
 	struct mpm_inode *rec = pm_rec(pm, ino);
 	struct inode *inode = iget_locked(sb, ino);
+	const struct mpm_xattr *x;
 	int err;
 
 	if (!inode)
@@ -867,6 +951,9 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	if (!(inode->i_state & I_NEW))
 		return inode;
 	err = morsel_setup_inode(inode, rec->mode, new_decode_dev(rec->rdev));
+	for (x = NULL; !err && (x = mpm_xattr_next(&pm->fs, rec, x)); )
+		err = morsel_xattr_load(inode, mpm_xattr_name(x), x->name_len,
+					mpm_xattr_value(x), x->value_len);
 	if (err) {
 		iget_failed(inode);
 		return ERR_PTR(err);

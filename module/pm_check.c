@@ -180,17 +180,18 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first);
 /*
  * Walk the entry *@slot of a level-@level table (@level 0: a leaf) whose
  * subtree starts at page offset @pgoff of inode @ino (0: the inode table).
- * @keep: the root word's order bits, or 0.
+ * @keep: the root word's order bits, or 0.  Return: the page it marked
+ * (the first of a huge leaf), 0 if none (no entry, or an error).
  */
-static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
-		       __u64 ino, __u64 keep)
+static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
+			__u64 pgoff, __u64 ino, __u64 keep)
 {
 	__u64 v = mpm_load(slot), page, n = 1, i;
 	__u64 *counter;
 	bool huge;
 
 	if (!v)
-		return;
+		return 0;
 	page = resolve(fs, slot, keep);
 	v = mpm_load(slot) & ~keep;
 	huge = level == 2 && (v & MPM_E_HUGE);
@@ -199,7 +200,7 @@ static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx at page %llu: foreign bits",
 			   (unsigned long long)ino, level_name[level],
 			   (unsigned long long)v, (unsigned long long)pgoff);
-		return;
+		return 0;
 	}
 	if (huge) {
 		n = MPM_ENTRIES;
@@ -211,11 +212,11 @@ static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx at page %llu: off the device",
 			   (unsigned long long)ino, level_name[level],
 			   (unsigned long long)v, (unsigned long long)pgoff);
-		return;
+		return 0;
 	}
 	for (i = 0; i < n; i++)
 		if (!mark(fs, page + i, ino, level_name[huge ? 0 : level]))
-			return;
+			return 0;
 	counter = !ino ? &fs->st.itable_pages :
 		  level && !huge ? &fs->st.table_pages : &fs->st.data_pages;
 	*counter += n;
@@ -228,6 +229,7 @@ static void walk_entry(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 	} else if (!ino) {
 		walk_records(fs, page_at(fs, page), pgoff * MPM_INODES_PER_PAGE);
 	}
+	return page;
 }
 
 static bool mode_ok(__u64 mode)
@@ -238,6 +240,32 @@ static bool mode_ok(__u64 mode)
 		return !(mode & ~(__u64)(S_IFMT | 07777));
 	}
 	return false;
+}
+
+/*
+ * The attribute page of inode @ino: a leaf entry (walked, so relocated, in
+ * its place in the walk order: after the inode's tree), and a list that
+ * stays inside the page with names of 1..255 bytes.
+ */
+static void walk_xattrs(struct mpm_fs *fs, struct mpm_inode *in, __u64 ino)
+{
+	__u64 off = 0, p = walk_entry(fs, &in->xattr, 0, 0, ino, 0);
+	const __u8 *page = page_at(fs, p);
+	const struct mpm_xattr *x;
+
+	while (p && off + sizeof(*x) <= MPM_PAGE_SIZE) {
+		x = (const struct mpm_xattr *)(page + off);
+		if (!x->name_len)
+			return;
+		if (x->name_len > MPM_XATTR_NAME_MAX ||
+		    MPM_XATTR_SPACE(x->name_len, x->value_len) > MPM_PAGE_SIZE - off) {
+			fs->st.errors++;
+			mpm_report(fs, MPM_ERROR, "inode %llu: bad extended attribute at byte %llu",
+				   (unsigned long long)ino, (unsigned long long)off);
+			return;
+		}
+		off += MPM_XATTR_SPACE(x->name_len, x->value_len);
+	}
 }
 
 /* The allocated inodes of one record page (inode numbers from @first). */
@@ -277,6 +305,7 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 				   (unsigned long long)ino, (unsigned long long)in->size, order);
 		}
 		walk_entry(fs, &in->root, order, 0, ino, MPM_ROOT_ORDER_MASK);
+		walk_xattrs(fs, in, ino);
 	}
 }
 
@@ -308,6 +337,22 @@ void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff)
 		if (!e)
 			return NULL;
 	}
+}
+
+const struct mpm_xattr *mpm_xattr_next(struct mpm_fs *fs, struct mpm_inode *in,
+				       const struct mpm_xattr *x)
+{
+	__u64 page = entry_page(fs, mpm_load(&in->xattr), fs->base), off;
+	const __u8 *p;
+
+	if (!page)
+		return NULL;
+	p = page_at(fs, page);
+	off = x ? (const __u8 *)x - p + MPM_XATTR_SPACE(x->name_len, x->value_len) : 0;
+	if (off + sizeof(*x) > MPM_PAGE_SIZE)
+		return NULL;
+	x = (const struct mpm_xattr *)(p + off);
+	return x->name_len ? x : NULL;
 }
 
 struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino)
@@ -618,8 +663,10 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 	if (!fs->links[ino] && ino != MPM_ROOT_INO) {
 		fs->st.orphans++;
 		unmark_tree(fs, root & ~MPM_ROOT_ORDER_MASK, order);
+		unmark_tree(fs, mpm_load(&in->xattr), 0);
 		if (fs->repair) {
 			store(fs, &in->root, 0);
+			store(fs, &in->xattr, 0);
 			store(fs, &in->mode, 0);
 		}
 		return;

@@ -19,7 +19,7 @@ struct mpm_stats {
 	__u64 names;		/* live directory entries */
 	__u64 itable_pages;	/* inode table: tables and record pages */
 	__u64 table_pages;	/* the morsels' tables */
-	__u64 data_pages;	/* the morsels' data pages (directories too) */
+	__u64 data_pages;	/* data pages (directories', links', attributes' too) */
 	__u64 used_pages;	/* all reachable pages, the super block too */
 	/* States a crash leaves, which recovery finishes (leaks until then). */
 	__u64 renames;		/* unfinished renames */
@@ -88,6 +88,22 @@ struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino);
 void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff);
 /* The device page entry @e points to, or 0 if outside the device. */
 __u64 mpm_entry_page(struct mpm_fs *fs, __u64 e);
+/*
+ * The attributes of @in (after a walk that found no error): the first
+ * with @x NULL, else the one after @x; NULL at the end.
+ */
+const struct mpm_xattr *mpm_xattr_next(struct mpm_fs *fs, struct mpm_inode *in,
+				       const struct mpm_xattr *x);
+
+static inline const char *mpm_xattr_name(const struct mpm_xattr *x)
+{
+	return (const char *)(x + 1);
+}
+
+static inline const void *mpm_xattr_value(const struct mpm_xattr *x)
+{
+	return mpm_xattr_name(x) + x->name_len;
+}
 
 static inline struct mpm_super *mpm_super(struct mpm_fs *fs)
 {

@@ -136,8 +136,30 @@ struct mpm_inode {
 	__u64 rdev;		/* device nodes: new_encode_dev() */
 	__u64 punch_end;	/* a punch in progress covers */
 	__u64 punch_start;	/*   [punch_start & ~1, punch_end) if bit 0 */
-	__u64 reserved[3];
+	__u64 xattr;		/* 0, or a leaf entry: the extended attributes */
+	__u64 reserved[2];
 };
+
+/*
+ * Extended attributes: an inode's @xattr is 0 or a leaf entry (as for a
+ * data page) of one page holding all of them, packed: per attribute a
+ * struct mpm_xattr, the full name (its prefix included, no NUL) and the
+ * value, the next one at the next 8-byte boundary; a header with
+ * @name_len 0, or the end of the page, ends the list.  A change writes a
+ * whole new page and commits it with one store of @xattr, then frees the
+ * old page (unreachable after the commit: a mount frees it if a crash
+ * came first).  So an inode's attributes take at most one page, as on
+ * ext4 without ea_inode.
+ */
+struct mpm_xattr {
+	__u16 name_len;		/* 1..MPM_XATTR_NAME_MAX */
+	__u16 reserved;
+	__u32 value_len;
+};
+
+#define MPM_XATTR_NAME_MAX	255
+#define MPM_XATTR_SPACE(name_len, value_len) \
+	((sizeof(struct mpm_xattr) + (name_len) + (value_len) + 7) & ~7ULL)
 
 /*
  * A directory's data pages hold MPM_DIRENTS_PER_PAGE entries each (the

@@ -21,7 +21,8 @@
  *     below: names, types, modes, owners, sizes, link counts, minimum
  *     orders, bounds, orders, populated pages, the contents' hash, whether
  *     the last page holds non-zero bytes past EOF (a later extension would
- *     show them), symlink targets; no timestamps and no inode numbers).  A
+ *     show them), symlink targets, extended attributes (names, lengths,
+ *     hashes of the values); no timestamps and no inode numbers).  A
  *     state at a mark must need no recovery at all, and every operation
  *     must change the dump.
  *  6. Every prefix k = 0..K of the K store and byte records (a crash after
@@ -62,6 +63,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +275,24 @@ static int op_read_page0(void) { return read_page(0); }
 static int op_read_page1(void) { return read_page(1); }
 static int op_read_page2(void) { return read_page(2); }
 
+/* Extended attributes: a value of @len pattern bytes. */
+static int set_xattr(const char *path, const char *name, size_t len, int seed, int flags)
+{
+	char buf[512];
+
+	pattern(buf, len, 0, seed);
+	return setxattr(path, name, buf, len, flags);
+}
+
+static int op_setxattr_f_a(void) { return set_xattr(P("f"), "user.a", 100, 20, XATTR_CREATE); }
+static int op_setxattr_f_a_longer(void)
+{
+	return set_xattr(P("f"), "user.a", 300, 21, XATTR_REPLACE);
+}
+static int op_removexattr_f_a(void) { return removexattr(P("f"), "user.a"); }
+static int op_removexattr_f_b(void) { return removexattr(P("f"), "user.b"); }
+static int op_setxattr_d(void) { return set_xattr(P("d"), "trusted.t", 40, 22, 0); }
+
 static int setup_f_empty(void) { return put("f", 0, 0); }
 static int setup_f_1k(void) { return put("f", 1 * KiB, 8); }
 static int setup_f_4k(void) { return put("f", 4 * KiB, 9); }
@@ -306,6 +326,17 @@ static int setup_f_3m(void)
 	return err;
 }
 /* 3 pages, none populated. */
+static int setup_f_xattrs(void)
+{
+	return put("f", 1 * KiB, 23) ?: set_xattr(P("f"), "user.a", 50, 24, 0) ?:
+	       set_xattr(P("f"), "user.b", 60, 25, 0);
+}
+static int setup_f_a_and_d(void)
+{
+	return put("f", 1 * KiB, 26) ?: set_xattr(P("f"), "user.a", 70, 27, 0) ?:
+	       mkdir(P("d"), 0755);
+}
+
 static int setup_f_3_holes(void) { return put("f", 0, 0) ?: truncate(P("f"), 3 * PG); }
 
 /* ---- the run of one workload ---------------------------------------------- */
@@ -687,6 +718,28 @@ static __u64 content_hash(struct mpm_fs *fs, struct mpm_inode *in, bool *tail_cl
 	return h;
 }
 
+/* " xattrs=NAME:LEN:HASH,..." in the page's order, or "". */
+static char *dump_xattrs(struct mpm_fs *fs, struct mpm_inode *in)
+{
+	const struct mpm_xattr *x;
+	char *out = strdup(""), *o, *nm;
+	__u64 h, i;
+
+	for (x = mpm_xattr_next(fs, in, NULL); x; x = mpm_xattr_next(fs, in, x)) {
+		const __u8 *v = mpm_xattr_value(x);
+
+		for (h = FNV_OFFSET, i = 0; i < x->value_len; i++)
+			h = (h ^ v[i]) * FNV_PRIME;
+		nm = escape(mpm_xattr_name(x), x->name_len);
+		o = xasprintf("%s%s%s:%u:%016llx", out, *out ? "," : " xattrs=", nm,
+			      x->value_len, (unsigned long long)h);
+		free(nm);
+		free(out);
+		out = o;
+	}
+	return out;
+}
+
 struct name {
 	char *path;
 	__u64 ino;
@@ -756,7 +809,7 @@ static char *dump(struct mpm_fs *fs)
 
 	for (i = 0; i < n; i++) {
 		struct mpm_inode *in = mpm_inode(fs, names[i].ino);
-		char *line, *extra = NULL;
+		char *line, *extra = NULL, *xattrs;
 		__u64 mode;
 
 		if (!in || !in->mode) {
@@ -786,13 +839,15 @@ static char *dump(struct mpm_fs *fs)
 					  (unsigned long long)in->size, target);
 			free(target);
 		}
-		line = xasprintf("%s mode=%llo owner=%#llx names=%llu min_order=%llu bound=%#llx%s",
+		xattrs = dump_xattrs(fs, in);
+		line = xasprintf("%s mode=%llo owner=%#llx names=%llu min_order=%llu bound=%#llx%s%s",
 				 names[i].path, (unsigned long long)mode,
 				 (unsigned long long)in->owner,
 				 (unsigned long long)nlinks[names[i].ino],
 				 (unsigned long long)in->min_order,
-				 (unsigned long long)in->bound, extra ? extra : "");
+				 (unsigned long long)in->bound, extra ? extra : "", xattrs);
 		free(extra);
+		free(xattrs);
 		strv_push(&lines, line);
 	}
 	for (i = 0; i < n; i++)
@@ -1283,6 +1338,12 @@ WORKLOAD(create_then_rename, NULL, 2, { op_creat_f, op_rename_f_g });
 WORKLOAD(write_then_unlink, setup_f_empty, 2, { op_write_f_8k, op_unlink_f });
 WORKLOAD(mkdir_then_rename_dir, setup_b, 2, { op_mkdir_a, op_rename_a_b_a });
 WORKLOAD(truncate_then_append, setup_f_8k, 2, { op_truncate_f_2k, op_write_f_6k_at_2k });
+WORKLOAD(setxattr_new, setup_f_1k, 1, { op_setxattr_f_a });
+WORKLOAD(setxattr_replace, setup_f_xattrs, 1, { op_setxattr_f_a_longer });
+WORKLOAD(removexattr_one_of_two, setup_f_xattrs, 1, { op_removexattr_f_b });
+WORKLOAD(removexattr_last_then_dir_setxattr, setup_f_a_and_d, 2,
+	 { op_removexattr_f_a, op_setxattr_d });
+WORKLOAD(setxattr_then_unlink, setup_f_1k, 2, { op_setxattr_f_a, op_unlink_f });
 
 FIXTURE_SETUP(crash)
 {
@@ -1355,7 +1416,8 @@ static int setup_tree(void)
 {
 	return put("f", 10 * KiB, 20) ?: mkdir(P("d"), 0755) ?:
 	       put("d/g", 5 * KiB, 21) ?: symlink("d/g", P("s")) ?:
-	       setup_f_3m() ?: link(P("f"), P("d/f2"));
+	       setup_f_3m() ?: link(P("f"), P("d/f2")) ?:
+	       set_xattr(P("d/g"), "user.moved", 200, 28, 0);
 }
 
 TEST_F_TIMEOUT(move, every_prefix_of_the_relocating_mount_recovers, 900)

@@ -2,9 +2,9 @@
 /*
  * pmem_test: a persistent morselfs (mount -o pmem=DEV) on the VM's
  * emulated NVDIMM ($MORSEL_PMEM, vm/run --pmem): what survives an unmount
- * (names, directories, modes, owners, times, sizes, orders, minimum
- * orders, bound addresses, hard and symbolic links, special files, data
- * written and stored through mappings), that mappings are walked through the device's
+ * (names, directories, modes, owners, times, extended attributes, sizes,
+ * orders, minimum orders, bound addresses, hard and symbolic links, special
+ * files, data written and stored through mappings), that mappings are walked through the device's
  * memory, space coming back, a full device, every refused input, and
  * `morsel fsck`'s findings and repairs on a damaged device.  Reboots, moves
  * and power cuts are tests/pmem_reboot_test and tests/powercut; every crash
@@ -30,6 +30,7 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -168,6 +169,56 @@ TEST_F(pm, times_survive_unmount)
 	EXPECT_EQ(before.st_atim.tv_nsec, after.st_atim.tv_nsec);
 	EXPECT_EQ(before.st_ctim.tv_nsec, after.st_ctim.tv_nsec);
 	EXPECT_STREQ("wxyz", get(p("t")));
+}
+
+/*
+ * Extended attributes survive, on files and directories; an inode's take
+ * at most one 4 KiB page (ENOSPC past it, nothing changed); their page
+ * comes back when the last one goes and when the inode goes.
+ */
+TEST_F(pm, xattrs_survive_unmount)
+{
+	static char big[4096], buf[4096];
+	unsigned long long before;
+	char list[256];
+
+	put(p("keep"), "");
+	put(p("f"), "file");
+	ASSERT_EQ(0, mkdir(p("d"), 0755));
+	before = free_pages();
+	memset(big, 'b', sizeof(big));
+	ASSERT_EQ(0, setxattr(p("f"), "user.a", "one", 3, 0));
+	ASSERT_EQ(0, setxattr(p("f"), "user.empty", "", 0, 0));
+	ASSERT_EQ(0, setxattr(p("f"), "trusted.t", big, 1000, 0));
+	ASSERT_EQ(0, setxattr(p("f"), "user.a", "three", 5, XATTR_REPLACE));
+	ASSERT_EQ(0, setxattr(p("d"), "security.s", "label", 5, 0));
+	EXPECT_EQ(before - 2, free_pages());	/* a page each */
+	/* 3000 more bytes would pass the page: refused, nothing changed */
+	errno = 0;
+	EXPECT_EQ(-1, setxattr(p("f"), "user.big", big, 3100, 0));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(-1, setxattr(p("f"), "trusted.t", big, 4050, 0));
+	EXPECT_EQ(ENOSPC, errno);
+
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(5, getxattr(p("f"), "user.a", buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "three", 5));
+	EXPECT_EQ(0, getxattr(p("f"), "user.empty", buf, sizeof(buf)));
+	ASSERT_EQ(1000, getxattr(p("f"), "trusted.t", buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, big, 1000));
+	EXPECT_EQ(-1, getxattr(p("f"), "user.big", buf, sizeof(buf)));
+	ASSERT_EQ(5, getxattr(p("d"), "security.s", buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "label", 5));
+	EXPECT_EQ(28, listxattr(p("f"), list, sizeof(list)));	/* 3 names */
+	EXPECT_EQ(before - 2, free_pages());
+
+	/* The last attribute's removal frees the page; so does the inode's end. */
+	ASSERT_EQ(0, removexattr(p("d"), "security.s"));
+	EXPECT_EQ(before - 1, free_pages());
+	ASSERT_EQ(0, unlink(p("f")));
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(-1, getxattr(p("d"), "security.s", buf, sizeof(buf)));
+	EXPECT_EQ(before + 1, free_pages());	/* f's data page too */
 }
 
 /* The process's own page tables lead into the device: PMD and PTE tables. */
