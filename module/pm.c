@@ -906,11 +906,11 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 		err = -EUCLEAN;
 		goto fail;
 	}
-	if (pm->fs.st.stores)
-		pr_info("morselfs: %s recovered: %llu orphans, %llu renames, %llu punches, %llu pages freed, %llu entries relocated\n",
+	if (mpm_needs_recovery(&pm->fs.st))
+		pr_info("morselfs: %s recovered: %llu orphans, %llu renames, %llu punches, %llu pages freed, %llu entries relocated, %llu trees lowered\n",
 			path, pm->fs.st.orphans, pm->fs.st.renames,
 			pm->fs.st.punches, pm->fs.st.leaked_pages,
-			pm->fs.st.relocated);
+			pm->fs.st.relocated, pm->fs.st.lowered);
 	mutex_lock(&pm_leftover_lock);
 	pm_leftover_drop(pm);
 	mutex_unlock(&pm_leftover_lock);

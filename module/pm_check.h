@@ -105,6 +105,18 @@ static inline const void *mpm_xattr_value(const struct mpm_xattr *x)
 	return mpm_xattr_name(x) + x->name_len;
 }
 
+/*
+ * Whether the walk found what a crash leaves (fsck's exit code 4; what a
+ * mount reports as recovered).  A repair's other stores (zeroing bytes
+ * past EOF in a last page, which a mapping may write at any time) only
+ * normalise.
+ */
+static inline bool mpm_needs_recovery(const struct mpm_stats *st)
+{
+	return st->renames || st->punches || st->orphans || st->leaked_pages ||
+	       st->relocated || st->lowered;
+}
+
 static inline struct mpm_super *mpm_super(struct mpm_fs *fs)
 {
 	return (struct mpm_super *)fs->dev;

@@ -170,8 +170,7 @@ void pm_mkfs(struct mpm_fs *fs, mode_t mode, uid_t uid, gid_t gid)
 int pm_fsck_status(struct mpm_fs *fs, int err)
 {
 	struct mpm_stats *st = &fs->st;
-	bool recoverable = st->renames || st->punches || st->orphans ||
-			   st->leaked_pages || st->relocated || st->lowered;
+	bool recoverable = mpm_needs_recovery(st);
 
 	if (err)
 		return PM_FSCK_OPERATIONAL;
