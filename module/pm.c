@@ -193,13 +193,19 @@ void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...)
 
 /* ---- the page allocator ---- */
 
+/* An fsdax page nobody references: its count is 1, not 0 (see above). */
+static bool pfn_idle(unsigned long pfn)
+{
+	return page_ref_count(pfn_to_page(pfn)) == 1;
+}
+
 /* Free the busy pages that are idle again.  Caller holds alloc_lock. */
 static void pm_reap_busy(struct morsel_pm *pm)
 {
 	struct pm_deferred *d, *next;
 
 	list_for_each_entry_safe(d, next, &pm->busy, node) {
-		if (page_ref_count(virt_to_page(pm_addr(pm, d->page))) != 1)
+		if (!pfn_idle(PHYS_PFN(pm->fs.phys) + d->page))
 			continue;
 		__clear_bit(d->page, (unsigned long *)pm->fs.used);
 		list_del(&d->node);
@@ -300,7 +306,7 @@ void morsel_pm_free_data(struct morsel_pm *pm, struct page *page)
 	u64 p = pm_page(pm, page_address(page));
 	struct pm_deferred *d;
 
-	if (page_ref_count(page) == 1) {
+	if (pfn_idle(page_to_pfn(page))) {
 		pm_free_page(pm, p);
 		return;
 	}
@@ -334,11 +340,6 @@ static DEFINE_MUTEX(pm_leftover_lock);
 static void pm_leftover_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(pm_leftover_work, pm_leftover_reap);
 
-static bool pfn_idle(unsigned long pfn)
-{
-	return page_ref_count(pfn_to_page(pfn)) == 1;
-}
-
 /* Drop the leftovers that are idle (or taken, @pm); under the mutex. */
 static void pm_leftover_drop(struct morsel_pm *pm)
 {
@@ -350,11 +351,12 @@ static void pm_leftover_drop(struct morsel_pm *pm)
 	list_for_each_entry_safe(l, next, &pm_leftovers, node) {
 		bool ours = pm && l->pgmap == pm->pgmap &&
 			    l->pfn - first < pm->fs.nr_pages;
+		bool idle = pfn_idle(l->pfn);
 
-		if (!ours && !pfn_idle(l->pfn))
+		if (!ours && !idle)
 			continue;
 		/* Reachable again would mean the device was rewritten. */
-		if (ours && !pfn_idle(l->pfn) &&
+		if (ours && !idle &&
 		    !__test_and_set_bit(l->pfn - first,
 					(unsigned long *)pm->fs.used)) {
 			d = kmalloc(sizeof(*d), GFP_KERNEL | __GFP_NOFAIL);

@@ -151,27 +151,36 @@ static long long fill(const char *path, char c)
 	return n;
 }
 
+/*
+ * A new one-page file "f" of bytes @c, vmspliced into a new pipe @pfd,
+ * then unmapped and unlinked: its page is free but the pipe holds it.
+ */
+static int hold_in_pipe(int pfd[2], char c)
+{
+	struct iovec v = { .iov_len = PG };
+	void *m = map_new(p("f"), PG);
+
+	if (m == MAP_FAILED)
+		return -1;
+	memset(m, c, PG);
+	v.iov_base = m;
+	if (pipe(pfd) || vmsplice(pfd[1], &v, 1, 0) != (ssize_t)PG)
+		return -1;
+	munmap(m, PG);
+	return unlink(p("f"));
+}
+
 TEST_F(pm, pipe_keeps_page_across_remount)
 {
 	unsigned long long base;
 	long refs_held, refs;
 	char buf[PG], want[PG];
 	int pfd[2];
-	struct iovec v;
-	void *m;
 
 	put(p("keep"), "");	/* the root directory's first page stays */
 	base = free_pages();
-	m = map_new(p("f"), PG);
-	ASSERT_NE(MAP_FAILED, m);
 	memset(want, 'A', sizeof(want));
-	memcpy(m, want, PG);
-	ASSERT_EQ(0, pipe(pfd));
-	v.iov_base = m;
-	v.iov_len = PG;
-	ASSERT_EQ((ssize_t)PG, vmsplice(pfd[1], &v, 1, 0));
-	munmap(m, PG);
-	ASSERT_EQ(0, unlink(p("f")));	/* the page is free but held */
+	ASSERT_EQ(0, hold_in_pipe(pfd, 'A'));
 
 	ASSERT_EQ(0, umount(DIR));
 	refs_held = module_refs();
@@ -207,20 +216,10 @@ TEST_F(pm, reaper_frees_page_without_mount)
 	struct timespec start, now;
 	long refs, refs_held;
 	int pfd[2];
-	struct iovec v;
-	void *m;
 
 	put(p("keep"), "");
 	base = free_pages();
-	m = map_new(p("f"), PG);
-	ASSERT_NE(MAP_FAILED, m);
-	memset(m, 'C', PG);
-	ASSERT_EQ(0, pipe(pfd));
-	v.iov_base = m;
-	v.iov_len = PG;
-	ASSERT_EQ((ssize_t)PG, vmsplice(pfd[1], &v, 1, 0));
-	munmap(m, PG);
-	ASSERT_EQ(0, unlink(p("f")));
+	ASSERT_EQ(0, hold_in_pipe(pfd, 'C'));
 	ASSERT_EQ(0, umount(DIR));
 	refs_held = module_refs();
 	close(pfd[0]);
