@@ -897,11 +897,18 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	pm->fs.dev = kaddr;
 	pm->fs.nr_pages = nr;
 	pm->fs.repair = true;
+	pm->fs.max_order = morsel_max_order();
 	err = mpm_walk(&pm->fs);
 	if (err == -EINVAL)
 		pr_err("morselfs: %s holds no morselfs (morsel mkfs formats it)\n", path);
 	if (err)
 		goto fail;
+	if (pm->fs.st.too_high && pm->fs.st.too_high == pm->fs.st.errors) {
+		pr_err("morselfs: %s: %llu files need 5-level paging\n",
+		       path, pm->fs.st.too_high);
+		err = -EOPNOTSUPP;
+		goto fail;
+	}
 	if (pm->fs.st.errors) {
 		pr_err("morselfs: %s: %llu errors; morsel fsck lists them\n",
 		       path, pm->fs.st.errors);
@@ -967,7 +974,7 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	inode_set_mtime_to_ts(inode, ns_ts(rec->mtime));
 	inode_set_ctime_to_ts(inode, ns_ts(rec->ctime));
 	if (!S_ISDIR(inode->i_mode))
-		set_nlink(inode, pm->fs.links[ino]);
+		set_nlink(inode, mpm_links(&pm->fs, ino));
 	if (S_ISREG(inode->i_mode)) {
 		struct morsel *m = inode->i_private;
 		int order = morsel_order_for_size(rec->size);

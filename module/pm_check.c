@@ -21,6 +21,15 @@
  *    frees pages past EOF.  Each step is idempotent, so a crash during
  *    recovery is recovered by the next walk.  Without @repair it only counts.
  *
+ * Damage (an error) ends the walk after the pass that found it: passes 2
+ * and 3 follow only entries pass 1 accepted (and only to pages of the kind
+ * pass 1 reached them as), and pass 3 never runs on damage.  A repairing
+ * walk that could store before it knows (a relocation rewrites entries in
+ * pass 1) is preceded by a dry walk, so a mount refuses a damaged device
+ * unchanged.  With @fix each error site clears the word it rejected, and
+ * the walk is repeated until a round finds no damage.  Every loop is
+ * bounded by the pages pass 1 marked, each at most once.
+ *
  * Locking: none.  The caller owns the device: fsck runs on an unmounted
  * device; a mount walks before its super block goes live.
  */
@@ -28,6 +37,14 @@
 
 #define PAGE_WORDS	(MPM_PAGE_SIZE / 8)
 #define RELOC_PENDING	_BITULL(63)
+#define FIX_ROUNDS	16	/* @fix: walks until no damage is left */
+#define REPORTS		32	/* errors listed per walk (all are counted) */
+#define MOVE_ROUNDS	4	/* relocations until the entries are at @phys */
+
+/* What pass 1 reached a page as (fs->kind): its level + 1, and flags. */
+#define MPM_K_LEVEL	0x07
+#define MPM_K_DIR	0x10	/* a directory's data page */
+#define MPM_K_REC	0x20	/* a record page of the inode table */
 
 static const char * const level_name[] = { "data page", "PTE table",
 	"PMD table", "PUD table", "P4D table" };
@@ -142,17 +159,45 @@ static __u64 resolve(struct mpm_fs *fs, __u64 *slot, __u64 keep)
 	return page;
 }
 
-static bool mark(struct mpm_fs *fs, __u64 page, __u64 ino, const char *what)
+/*
+ * Damage at *@word: count and report it; with @fix, clear the word (or
+ * store @val).  Every error site goes through here.
+ */
+#ifdef __KERNEL__
+__printf(4, 5)
+#endif
+static void damaged(struct mpm_fs *fs, __u64 *word, __u64 val, const char *fmt, ...)
+{
+	char msg[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fs->st.errors++;
+	if (fs->fix && fs->repair && word) {
+		store(fs, word, val);
+		fs->st.fixed++;
+	}
+	if (fs->st.errors <= REPORTS)
+		mpm_report(fs, MPM_ERROR, "%s%s", msg,
+			   fs->fix && fs->repair && word ? " (fixed)" : "");
+	else if (fs->st.errors == REPORTS + 1)
+		mpm_report(fs, MPM_ERROR, "(more errors are counted, not listed)");
+}
+
+static bool mark(struct mpm_fs *fs, __u64 page, __u64 ino, int level, __u64 *slot)
 {
 	__u64 *w = &fs->used[page / 64], bit = 1ULL << (page % 64);
 
 	if (*w & bit) {
-		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "page %llu (%s of inode %llu) is reached twice",
-			   (unsigned long long)page, what, (unsigned long long)ino);
+		damaged(fs, slot, 0, "page %llu (%s of inode %llu) is reached twice",
+			(unsigned long long)page, level_name[level], (unsigned long long)ino);
 		return false;
 	}
 	*w |= bit;
+	fs->kind[page] = (level + 1) | (!ino && !level ? MPM_K_REC : 0) |
+			 (ino && !level && fs->is_dir ? MPM_K_DIR : 0);
 	return true;
 }
 
@@ -165,14 +210,13 @@ static void unmark(struct mpm_fs *fs, __u64 page)
 	*w &= ~bit;
 }
 
-/* Flags an entry at @level may carry besides its address, A and D. */
+/*
+ * Flags an entry at @level may carry besides its address, A and D.
+ * Format 1 has no huge leaves: MPM_E_HUGE is a foreign bit everywhere.
+ */
 static bool entry_flags_ok(__u64 f, int level)
 {
-	if (level == 0)
-		return f == MPM_E_LEAF;
-	if (level == 2 && (f & MPM_E_HUGE))
-		return f == (MPM_E_LEAF | MPM_E_HUGE);
-	return f == MPM_E_TABLE;
+	return f == (level ? MPM_E_TABLE : MPM_E_LEAF);
 }
 
 static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first);
@@ -180,53 +224,52 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first);
 /*
  * Walk the entry *@slot of a level-@level table (@level 0: a leaf) whose
  * subtree starts at page offset @pgoff of inode @ino (0: the inode table).
- * @keep: the root word's order bits, or 0.  Return: the page it marked
- * (the first of a huge leaf), 0 if none (no entry, or an error).
+ * @keep: the root word's order bits, or 0.  Return: the page it marked,
+ * 0 if none (no entry, or damage).
  */
 static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
 			__u64 pgoff, __u64 ino, __u64 keep)
 {
-	__u64 v = mpm_load(slot), page, n = 1, i;
-	__u64 *counter;
-	bool huge;
+	__u64 v = mpm_load(slot), page, i;
 
 	if (!v)
 		return 0;
 	page = resolve(fs, slot, keep);
 	v = mpm_load(slot) & ~keep;
-	huge = level == 2 && (v & MPM_E_HUGE);
 	if (!entry_flags_ok(v & ~MPM_E_ADDR & ~MPM_E_AD, level)) {
-		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx at page %llu: foreign bits",
-			   (unsigned long long)ino, level_name[level],
-			   (unsigned long long)v, (unsigned long long)pgoff);
+		damaged(fs, slot, 0, "inode %llu: %s entry %#llx at page %llu: foreign bits",
+			(unsigned long long)ino, level_name[level],
+			(unsigned long long)v, (unsigned long long)pgoff);
 		return 0;
 	}
-	if (huge) {
-		n = MPM_ENTRIES;
-		if ((v & MPM_E_ADDR) % (MPM_PAGE_SIZE * MPM_ENTRIES))
-			page = 0;
-	}
-	if (!page || page + n > fs->nr_pages) {
-		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "inode %llu: %s entry %#llx at page %llu: off the device",
-			   (unsigned long long)ino, level_name[level],
-			   (unsigned long long)v, (unsigned long long)pgoff);
+	if (!page) {
+		damaged(fs, slot, 0, "inode %llu: %s entry %#llx at page %llu: off the device",
+			(unsigned long long)ino, level_name[level],
+			(unsigned long long)v, (unsigned long long)pgoff);
 		return 0;
 	}
-	for (i = 0; i < n; i++)
-		if (!mark(fs, page + i, ino, level_name[huge ? 0 : level]))
-			return 0;
-	counter = !ino ? &fs->st.itable_pages :
-		  level && !huge ? &fs->st.table_pages : &fs->st.data_pages;
-	*counter += n;
-	if (level && !huge) {
+	if (!mark(fs, page, ino, level, slot))
+		return 0;
+	if (!ino)
+		fs->st.itable_pages++;
+	else if (level)
+		fs->st.table_pages++;
+	else
+		fs->st.data_pages++;
+	if (ino && !level && pgoff == fs->leading)
+		fs->leading++;	/* visited in ascending page offsets */
+	if (level) {
 		__u64 *t = page_at(fs, page);
 
+		mpm_cond_resched();
 		for (i = 0; i < MPM_ENTRIES; i++)
 			walk_entry(fs, &t[i], level - 1,
 				   pgoff + i * mpm_span_pages(level - 1), ino, 0);
 	} else if (!ino) {
+		if (vec_push(&fs->recs, pgoff)) {
+			fs->walk_err = -ENOMEM;
+			return 0;
+		}
 		walk_records(fs, page_at(fs, page), pgoff * MPM_INODES_PER_PAGE);
 	}
 	return page;
@@ -242,35 +285,132 @@ static bool mode_ok(__u64 mode)
 	return false;
 }
 
+static const char * const xattr_prefix[] = { "security.", "trusted.", "user." };
+
+/* A name the module's handlers take: a known prefix, a suffix, no NUL. */
+static bool xattr_name_ok(const char *name, unsigned int len)
+{
+	unsigned int i, n;
+
+	if (memchr(name, 0, len))
+		return false;
+	for (i = 0; i < ARRAY_SIZE(xattr_prefix); i++) {
+		n = strlen(xattr_prefix[i]);
+		if (len > n && !memcmp(name, xattr_prefix[i], n))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The attribute page of inode @ino: a leaf entry (walked, so relocated, in
  * its place in the walk order: after the inode's tree), and a list that
- * stays inside the page with names of 1..255 bytes.
+ * stays inside the page, of names of 1..255 bytes that the module takes,
+ * none twice.
  */
 static void walk_xattrs(struct mpm_fs *fs, struct mpm_inode *in, __u64 ino)
 {
-	__u64 off = 0, p = walk_entry(fs, &in->xattr, 0, 0, ino, 0);
-	const __u8 *page = page_at(fs, p);
-	const struct mpm_xattr *x;
+	__u64 off = 0, o, p;
+	const struct mpm_xattr *x, *y;
+	const char *why = NULL;
+	const __u8 *page;
 
-	while (p && off + sizeof(*x) <= MPM_PAGE_SIZE) {
+	fs->is_dir = false;
+	p = walk_entry(fs, &in->xattr, 0, 0, ino, 0);
+	page = page_at(fs, p);
+	while (p && !why && off + sizeof(*x) <= MPM_PAGE_SIZE) {
 		x = (const struct mpm_xattr *)(page + off);
 		if (!x->name_len)
-			return;
+			break;
 		if (x->name_len > MPM_XATTR_NAME_MAX ||
 		    MPM_XATTR_SPACE(x->name_len, x->value_len) > MPM_PAGE_SIZE - off) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "inode %llu: bad extended attribute at byte %llu",
-				   (unsigned long long)ino, (unsigned long long)off);
-			return;
+			why = "runs off its page";
+			break;
 		}
-		off += MPM_XATTR_SPACE(x->name_len, x->value_len);
+		if (!xattr_name_ok(mpm_xattr_name(x), x->name_len))
+			why = "has a bad name";
+		for (o = 0; !why && o < off; o += MPM_XATTR_SPACE(y->name_len, y->value_len)) {
+			y = (const struct mpm_xattr *)(page + o);
+			if (y->name_len == x->name_len &&
+			    !memcmp(mpm_xattr_name(y), mpm_xattr_name(x), x->name_len))
+				why = "appears twice";
+		}
+		if (!why)
+			off += MPM_XATTR_SPACE(x->name_len, x->value_len);
 	}
+	if (why)
+		damaged(fs, &in->xattr, 0, "inode %llu: the extended attribute at byte %llu %s",
+			(unsigned long long)ino, (unsigned long long)off, why);
+}
+
+/*
+ * The fields of an allocated inode that its type constrains, after its
+ * tree was walked (@data: its data pages from offset 0 on, without a
+ * hole).  Returns why the record
+ * is damaged, or NULL; *@word and *@val: the store that repairs it, if
+ * one word is wrong (*@word NULL: the record is freed).
+ */
+static const char *inode_damage(struct mpm_inode *in, __u64 data, __u64 **word, __u64 *val)
+{
+	__u64 root = mpm_load(&in->root), size = in->size;
+	unsigned int order = mpm_root_order(root);
+	__u64 extent = mpm_span_pages(root ? order : MPM_MAX_ORDER) * MPM_PAGE_SIZE;
+
+	*word = &in->size;
+	*val = extent;
+	switch (in->mode & S_IFMT) {
+	case S_IFREG:
+		if (size > extent)
+			return "has a size beyond its tree";
+		return NULL;
+	case S_IFDIR:
+		/*
+		 * Directory pages are appended (the page, then the size) and
+		 * never freed below the size: no hole below it.
+		 */
+		if (size % MPM_PAGE_SIZE || size > extent || size / MPM_PAGE_SIZE > data) {
+			if (data * MPM_PAGE_SIZE < extent)
+				*val = data * MPM_PAGE_SIZE;
+			return "has a size its pages do not hold";
+		}
+		break;
+	case S_IFLNK:
+		/*
+		 * The target's one data page, then its size (0 until a crash
+		 * is recovered: the link is an orphan until its name is).
+		 */
+		*word = NULL;
+		if (root ? order || size >= MPM_PAGE_SIZE : size)
+			return "is not a symbolic link's one page";
+		break;
+	default:
+		*word = NULL;
+		if (root || size)
+			return "is a special file with data";
+		break;
+	}
+	/* Only a regular file is punched. */
+	*word = &in->punch_start;
+	*val = 0;
+	return in->punch_start & 1 ? "has a punch under way" : NULL;
+}
+
+/* Free a damaged record (@fix): its tree, attributes, then the mode. */
+static void drop_record(struct mpm_fs *fs, struct mpm_inode *in)
+{
+	if (!fs->fix || !fs->repair)
+		return;
+	store(fs, &in->root, 0);
+	store(fs, &in->xattr, 0);
+	store(fs, &in->mode, 0);
+	fs->st.fixed++;
 }
 
 /* The allocated inodes of one record page (inode numbers from @first). */
 static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 {
+	const char *why;
+	__u64 data, *word, val;
 	int i;
 
 	for (i = 0; i < MPM_INODES_PER_PAGE; i++) {
@@ -281,35 +421,59 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 		if (!mpm_load(&in->mode))
 			continue;
 		if (!ino) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "inode 0 is allocated");
+			damaged(fs, &in->mode, 0, "inode 0 is allocated");
 			continue;
 		}
 		fs->st.inodes++;
 		fs->max_ino = ino;
-		if (!mode_ok(in->mode)) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "inode %llu: bad mode %#llo",
-				   (unsigned long long)ino, (unsigned long long)in->mode);
-		}
-		if (order > MPM_MAX_ORDER || in->min_order > MPM_MAX_ORDER) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "inode %llu: order %u, minimum order %llu",
-				   (unsigned long long)ino, order,
-				   (unsigned long long)in->min_order);
+		if (mode_ok(in->mode) && fs->max_order && order <= MPM_MAX_ORDER &&
+		    in->min_order <= MPM_MAX_ORDER &&
+		    (order > fs->max_order || in->min_order > fs->max_order ||
+		     ((in->mode & S_IFMT) == S_IFREG &&
+		      mpm_order_for_size(in->size) > fs->max_order))) {
+			/* Not damage: a device from a kernel with 5-level paging. */
+			fs->st.too_high++;
+			damaged(fs, NULL, 0, "inode %llu: order %u, minimum order %llu: above %u",
+				(unsigned long long)ino, order,
+				(unsigned long long)in->min_order, fs->max_order);
 			continue;
 		}
-		if (root && mpm_span_pages(order) * MPM_PAGE_SIZE < in->size) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "inode %llu: size %llu beyond the order-%u tree",
-				   (unsigned long long)ino, (unsigned long long)in->size, order);
+		if (!mode_ok(in->mode) || order > MPM_MAX_ORDER ||
+		    in->min_order > MPM_MAX_ORDER) {
+			damaged(fs, NULL, 0, "inode %llu: mode %#llo, order %u, minimum order %llu",
+				(unsigned long long)ino, (unsigned long long)in->mode, order,
+				(unsigned long long)in->min_order);
+			drop_record(fs, in);
+			continue;
 		}
+		fs->is_dir = (in->mode & S_IFMT) == S_IFDIR;
+		fs->leading = 0;
 		walk_entry(fs, &in->root, order, 0, ino, MPM_ROOT_ORDER_MASK);
+		data = fs->leading;
 		walk_xattrs(fs, in, ino);
+		why = inode_damage(in, data, &word, &val);
+		if (!why)
+			continue;
+		if (word) {
+			damaged(fs, word, val, "inode %llu: %s (size %llu, %llu pages)",
+				(unsigned long long)ino, why, (unsigned long long)in->size,
+				(unsigned long long)data);
+		} else {
+			damaged(fs, NULL, 0, "inode %llu: %s (size %llu, root %#llx)",
+				(unsigned long long)ino, why, (unsigned long long)in->size,
+				(unsigned long long)mpm_load(&in->root));
+			drop_record(fs, in);
+		}
 	}
 }
 
-/* --- lookups (after pass 1: every entry is against fs->base) ----------- */
+/*
+ * --- lookups (after pass 1: every entry is against fs->base) -----------
+ *
+ * During a walk they follow an entry only to a page pass 1 reached at the
+ * level the entry implies (fs->kind); after it (the module, at run time)
+ * the walk found no damage, so every entry is one it accepted.
+ */
 
 __u64 mpm_entry_page(struct mpm_fs *fs, __u64 e)
 {
@@ -325,12 +489,10 @@ void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff)
 		return NULL;
 	for (;;) {
 		page = entry_page(fs, e, fs->base);
-		if (!page)
+		if (!page || (fs->kind && (fs->kind[page] & MPM_K_LEVEL) != level + 1))
 			return NULL;
 		if (level == 0)
 			return page_at(fs, page);
-		if (level == 2 && (e & MPM_E_HUGE))
-			return page + pgoff < fs->nr_pages ? page_at(fs, page + pgoff) : NULL;
 		level--;
 		e = mpm_load((__u64 *)page_at(fs, page) + pgoff / mpm_span_pages(level));
 		pgoff %= mpm_span_pages(level);
@@ -362,7 +524,38 @@ struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino)
 	if (!ino || ino > MPM_MAX_INO)
 		return NULL;
 	rec = mpm_tree_page(fs, mpm_super(fs)->itable, ino / MPM_INODES_PER_PAGE);
-	return rec ? &rec[ino % MPM_INODES_PER_PAGE] : NULL;
+	if (!rec || (fs->kind && !(fs->kind[dev_offset(fs, rec) / MPM_PAGE_SIZE] & MPM_K_REC)))
+		return NULL;
+	return &rec[ino % MPM_INODES_PER_PAGE];
+}
+
+/*
+ * The index of inode @ino in fs->links (record pages in walk order, 32
+ * slots each), or -1 if no record page pass 1 walked holds it: memory in
+ * proportion to the inode table's pages, whatever the numbers.
+ */
+static long long ino_slot(struct mpm_fs *fs, __u64 ino)
+{
+	__u64 lo = 0, hi = fs->recs.n, want = ino / MPM_INODES_PER_PAGE;
+
+	while (lo < hi) {
+		__u64 mid = (lo + hi) / 2;
+
+		if (fs->recs.v[mid] == want)
+			return mid * MPM_INODES_PER_PAGE + ino % MPM_INODES_PER_PAGE;
+		if (fs->recs.v[mid] < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+__u32 mpm_links(struct mpm_fs *fs, __u64 ino)
+{
+	long long slot = ino_slot(fs, ino);
+
+	return slot < 0 || !fs->links ? 0 : fs->links[slot];
 }
 
 static struct mpm_inode *live_inode(struct mpm_fs *fs, __u64 ino)
@@ -374,11 +567,13 @@ static struct mpm_inode *live_inode(struct mpm_fs *fs, __u64 ino)
 
 /* --- pass 2: the directories ------------------------------------------ */
 
+/* A directory entry at device offset @off: only in a directory's page. */
 static struct mpm_dirent *dirent_at(struct mpm_fs *fs, __u64 off)
 {
 	__u64 page = off / MPM_PAGE_SIZE, slot = off % MPM_PAGE_SIZE;
 
 	if (!page || page >= fs->nr_pages || !mpm_used(fs, page) ||
+	    (fs->kind && !(fs->kind[page] & MPM_K_DIR)) ||
 	    slot % MPM_DIRENT_SIZE || slot / MPM_DIRENT_SIZE >= MPM_DIRENTS_PER_PAGE)
 		return NULL;
 	return (struct mpm_dirent *)(fs->dev + off);
@@ -398,26 +593,40 @@ static bool name_ok(const struct mpm_dirent *de, unsigned int len)
 	return true;
 }
 
-/* A live entry's target, or NULL (and an error) if it is not valid. */
+static bool test_and_set(__u64 *bits, long long i)
+{
+	bool was = bits[i / 64] >> (i % 64) & 1;
+
+	bits[i / 64] |= 1ULL << (i % 64);
+	return was;
+}
+
+/*
+ * A live entry's target, or NULL (damage: with @fix the entry is cleared)
+ * if it is not valid.  *@slot: the target's index in fs->links.
+ */
 static struct mpm_inode *entry_target(struct mpm_fs *fs, __u64 dir,
-				      struct mpm_dirent *de, __u64 word)
+				      struct mpm_dirent *de, __u64 word,
+				      long long *slot)
 {
 	__u64 ino = mpm_de_ino(word);
 	struct mpm_inode *in = ino != MPM_ROOT_INO ? live_inode(fs, ino) : NULL;
 	const char *why = NULL;
 
-	if (!in)
+	*slot = ino_slot(fs, ino);
+	if (!in || *slot < 0)
 		why = "names a free inode";
 	else if (!name_ok(de, mpm_de_len(word)))
 		why = "has a bad name";
 	else if (mpm_de_type(word) != (in->mode & S_IFMT) >> 12)
 		why = "has the wrong file type";
+	else if ((in->mode & S_IFMT) == S_IFDIR && fs->links[*slot])
+		why = "is a second name of a directory";
 	if (!why)
 		return in;
-	fs->st.errors++;
-	mpm_report(fs, MPM_ERROR, "directory %llu: the entry at %#llx (inode %llu) %s",
-		   (unsigned long long)dir, (unsigned long long)dev_offset(fs, de),
-		   (unsigned long long)ino, why);
+	damaged(fs, &de->word, 0, "directory %llu: the entry at %#llx (inode %llu) %s",
+		(unsigned long long)dir, (unsigned long long)dev_offset(fs, de),
+		(unsigned long long)ino, why);
 	return NULL;
 }
 
@@ -429,13 +638,22 @@ static int cmp_names(const void *a, const void *b)
 
 	if (lx != ly)
 		return lx < ly ? -1 : 1;
-	return memcmp(x->name, y->name, lx);
+	if (memcmp(x->name, y->name, lx))
+		return memcmp(x->name, y->name, lx);
+	return x < y ? -1 : x > y;	/* the same name: the first entry first */
+}
+
+static bool same_name(const struct mpm_dirent *x, const struct mpm_dirent *y)
+{
+	return mpm_de_len(x->word) == mpm_de_len(y->word) &&
+	       !memcmp(x->name, y->name, mpm_de_len(x->word));
 }
 
 /*
  * One directory of the counting pass: count the links of its live entries
  * (except those a rename killed), queue its subdirectories, report names
- * that appear twice.
+ * that appear twice.  Its pages below the size are at most the data pages
+ * pass 1 counted (inode_damage()), so the loops are bounded by the device.
  */
 static int count_dir(struct mpm_fs *fs, __u64 dir, struct vec *queue,
 		     __u64 *seen, struct vec *pending)
@@ -443,6 +661,7 @@ static int count_dir(struct mpm_fs *fs, __u64 dir, struct vec *queue,
 	struct mpm_inode *d = mpm_inode(fs, dir);
 	__u64 npages = d->size / MPM_PAGE_SIZE, p, n = 0, i;
 	const struct mpm_dirent **names;
+	long long slot;
 	int s;
 
 	names = mpm_zalloc((npages * MPM_DIRENTS_PER_PAGE + 1) * sizeof(*names));
@@ -451,41 +670,38 @@ static int count_dir(struct mpm_fs *fs, __u64 dir, struct vec *queue,
 	for (p = 0; p < npages; p++) {
 		struct mpm_dirent *de = mpm_tree_page(fs, d->root, p);
 
+		mpm_cond_resched();
 		for (s = 0; de && s < MPM_DIRENTS_PER_PAGE; s++, de++) {
-			__u64 word = mpm_load(&de->word), ino = mpm_de_ino(word);
+			__u64 word = mpm_load(&de->word);
 			struct mpm_inode *in;
 
 			if (!word || vec_has(&fs->dead_vec, dev_offset(fs, de)))
 				continue;
-			in = entry_target(fs, dir, de, word);
+			in = entry_target(fs, dir, de, word, &slot);
 			if (!in)
 				continue;
 			fs->st.names++;
-			fs->links[ino]++;
+			fs->links[slot]++;
 			names[n++] = de;
 			if (pending && (de->replaces || de->displaces) &&
 			    vec_push(pending, dev_offset(fs, de))) {
 				mpm_free(names);
 				return -ENOMEM;
 			}
-			if ((in->mode & S_IFMT) == S_IFDIR &&
-			    !(seen[ino / 64] >> (ino % 64) & 1)) {
-				seen[ino / 64] |= 1ULL << (ino % 64);
-				if (vec_push(queue, ino)) {
-					mpm_free(names);
-					return -ENOMEM;
-				}
+			if ((in->mode & S_IFMT) == S_IFDIR && !test_and_set(seen, slot) &&
+			    vec_push(queue, mpm_de_ino(word))) {
+				mpm_free(names);
+				return -ENOMEM;
 			}
 		}
 	}
 	mpm_sort(names, n, sizeof(*names), cmp_names);
 	for (i = 1; i < n; i++) {
-		if (!cmp_names(&names[i - 1], &names[i])) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR, "directory %llu: the name '%.*s' appears twice",
-				   (unsigned long long)dir, (int)mpm_de_len(names[i]->word),
-				   names[i]->name);
-		}
+		if (same_name(names[i - 1], names[i]))
+			damaged(fs, (__u64 *)&names[i]->word, 0,
+				"directory %llu: the name '%.*s' appears twice",
+				(unsigned long long)dir, (int)mpm_de_len(names[i]->word),
+				names[i]->name);
 	}
 	mpm_free(names);
 	return 0;
@@ -507,8 +723,10 @@ static int collect_dead(struct mpm_fs *fs, struct vec *queue, __u64 *seen)
 		for (p = 0; p < d->size / MPM_PAGE_SIZE; p++) {
 			struct mpm_dirent *de = mpm_tree_page(fs, d->root, p);
 
+			mpm_cond_resched();
 			for (s = 0; de && s < MPM_DIRENTS_PER_PAGE; s++, de++) {
 				__u64 word = mpm_load(&de->word), ino = mpm_de_ino(word);
+				long long slot = ino_slot(fs, ino);
 				struct mpm_inode *in;
 
 				if (!word)
@@ -516,17 +734,15 @@ static int collect_dead(struct mpm_fs *fs, struct vec *queue, __u64 *seen)
 				if ((de->replaces && vec_push(&fs->dead_vec, de->replaces)) ||
 				    (de->displaces && vec_push(&fs->dead_vec, de->displaces)))
 					return -ENOMEM;
-				in = ino <= fs->max_ino ? live_inode(fs, ino) : NULL;
+				in = slot >= 0 ? live_inode(fs, ino) : NULL;
 				if (in && (in->mode & S_IFMT) == S_IFDIR &&
-				    !(seen[ino / 64] >> (ino % 64) & 1)) {
-					seen[ino / 64] |= 1ULL << (ino % 64);
-					if (vec_push(queue, ino))
-						return -ENOMEM;
-				}
+				    !test_and_set(seen, slot) && vec_push(queue, ino))
+					return -ENOMEM;
 			}
 		}
 	}
-	mpm_sort(fs->dead_vec.v, fs->dead_vec.n, sizeof(__u64), cmp_u64);
+	if (fs->dead_vec.n)
+		mpm_sort(fs->dead_vec.v, fs->dead_vec.n, sizeof(__u64), cmp_u64);
 	return 0;
 }
 
@@ -542,18 +758,17 @@ static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 {
 	__u64 v = mpm_load(slot) & ~keep, page, i, span = mpm_span_pages(level);
 
+	mpm_cond_resched();
+
 	if (!v || pgoff + span <= from || pgoff >= to)
 		return;
 	page = entry_page(fs, v, fs->base);
 	if (!page)
 		return;
-	if (level == 0 || (level == 2 && (v & MPM_E_HUGE))) {
-		if (level && (pgoff < from || pgoff + span > to))
-			return;	/* a 2 MiB leaf is dropped whole or not at all */
+	if (level == 0) {
 		if (fs->repair)
 			store(fs, slot, 0);
-		for (i = 0; i < span; i++)
-			unmark(fs, page + i);
+		unmark(fs, page);
 		return;
 	}
 	for (i = 0; i < MPM_ENTRIES; i++)
@@ -567,14 +782,9 @@ static void unmark_tree(struct mpm_fs *fs, __u64 e, int level)
 
 	if (!e || !page)
 		return;
-	if (level == 0 || (level == 2 && (e & MPM_E_HUGE))) {
-		__u64 n = level ? MPM_ENTRIES : 1;
-
-		for (i = 0; i < n; i++)
-			unmark(fs, page + i);
-		return;
-	}
 	unmark(fs, page);
+	if (level == 0)
+		return;
 	for (i = 0; i < MPM_ENTRIES; i++)
 		unmark_tree(fs, mpm_load((__u64 *)page_at(fs, page) + i), level - 1);
 }
@@ -660,7 +870,7 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 	__u64 root = mpm_load(&in->root), eof;
 	unsigned int order = mpm_root_order(root);
 
-	if (!fs->links[ino] && ino != MPM_ROOT_INO) {
+	if (!mpm_links(fs, ino) && ino != MPM_ROOT_INO) {
 		fs->st.orphans++;
 		unmark_tree(fs, root & ~MPM_ROOT_ORDER_MASK, order);
 		unmark_tree(fs, mpm_load(&in->xattr), 0);
@@ -670,11 +880,6 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 			store(fs, &in->mode, 0);
 		}
 		return;
-	}
-	if ((in->mode & S_IFMT) == S_IFDIR && ino != MPM_ROOT_INO && fs->links[ino] > 1) {
-		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "directory %llu has %u names",
-			   (unsigned long long)ino, fs->links[ino]);
 	}
 	if (in->punch_start & 1) {
 		fs->st.punches++;
@@ -692,6 +897,14 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 
 /* --- the walk ------------------------------------------------------ */
 
+/* Whether entries can address @nr_pages pages from @base. */
+static bool addr_range_ok(__u64 base, __u64 nr_pages)
+{
+	__u64 end = base + nr_pages * MPM_PAGE_SIZE;
+
+	return nr_pages < (1ULL << 40) && end > base && end <= (MPM_E_ADDR | 0xfff) + 1;
+}
+
 static int check_super(struct mpm_fs *fs)
 {
 	struct mpm_super *sb = mpm_super(fs);
@@ -708,6 +921,8 @@ static int check_super(struct mpm_fs *fs)
 	}
 	if (sb->nr_pages > fs->nr_pages || sb->nr_pages < 2 ||
 	    sb->base % MPM_PAGE_SIZE || sb->reloc_base % MPM_PAGE_SIZE ||
+	    !addr_range_ok(sb->base, sb->nr_pages) ||
+	    !addr_range_ok(sb->reloc_base, sb->nr_pages) ||
 	    mpm_root_order(sb->itable) != MPM_ITABLE_ORDER) {
 		mpm_report(fs, MPM_ERROR,
 			   "bad super block: %llu of %llu pages, base %#llx, moving to %#llx",
@@ -719,23 +934,40 @@ static int check_super(struct mpm_fs *fs)
 	return 0;
 }
 
-int mpm_walk(struct mpm_fs *fs)
+/* Back to the state before a round: nothing marked, counted or collected. */
+static void reset_round(struct mpm_fs *fs)
+{
+	__u64 fixed = fs->st.fixed, relocated = fs->st.relocated, stores = fs->st.stores;
+
+	memset(&fs->st, 0, sizeof(fs->st));
+	fs->st.fixed = fixed;		/* over all rounds */
+	fs->st.relocated = relocated;
+	fs->st.stores = stores;
+	memset(fs->used, 0, (fs->nr_pages + 63) / 64 * sizeof(__u64));
+	memset(fs->kind, 0, fs->nr_pages);
+	fs->max_ino = 0;
+	fs->walk_err = 0;
+	fs->recs.n = 0;
+	fs->dead_vec.n = 0;
+	mpm_free(fs->links);
+	fs->links = NULL;
+}
+
+/*
+ * One walk: the three passes, each only if the ones before found no
+ * damage.  -EAGAIN: a repairing walk finished a relocation to an address
+ * that is not the device's (a crash during a relocating mount, then a
+ * second move): walk again, to move the entries on to @phys.
+ */
+static int walk_round(struct mpm_fs *fs)
 {
 	struct mpm_super *sb = mpm_super(fs);
 	struct vec queue = { 0 }, pending = { 0 };
-	__u64 *seen = NULL, ino, i, words;
+	__u64 *seen = NULL, ino, i, nslots;
 	struct mpm_inode *root;
 	int err;
 
-	memset(&fs->st, 0, sizeof(fs->st));
-	fs->max_ino = 0;
-	err = check_super(fs);
-	if (err)
-		return err;
-	words = (fs->nr_pages + 63) / 64;
-	fs->used = mpm_zalloc(words * sizeof(__u64));
-	if (!fs->used)
-		return -ENOMEM;
+	reset_round(fs);
 
 	/* Pass 1, starting (or resuming) a relocation when repairing. */
 	if (fs->repair && fs->phys && fs->phys != sb->base && !sb->reloc_base) {
@@ -746,32 +978,41 @@ int mpm_walk(struct mpm_fs *fs)
 	fs->walk_idx = 0;
 	fs->used[0] = 1;
 	walk_entry(fs, &sb->itable, MPM_ITABLE_ORDER, 0, 0, MPM_ROOT_ORDER_MASK);
+	if (fs->walk_err)
+		return fs->walk_err;
 	if (sb->reloc_base) {
 		if (!fs->repair) {
-			fs->st.errors++;
-			mpm_report(fs, MPM_ERROR,
-				   "relocation to %#llx unfinished (a mount or -y ends it)",
-				   (unsigned long long)sb->reloc_base);
+			/* Entries against two bases: pass 2 cannot look them up. */
+			if (!fs->dry)
+				damaged(fs, NULL, 0,
+					"relocation to %#llx unfinished (a mount or -y ends it)",
+					(unsigned long long)sb->reloc_base);
 			return 0;
 		}
+		if (fs->st.errors)
+			return 0;	/* resumed next time, the damage removed */
 		store(fs, &sb->base, sb->reloc_base);
 		store(fs, &sb->reloc_base, 0);
 	}
 	fs->base = sb->base;
+	if (fs->st.errors)
+		return 0;
+	if (fs->repair && fs->phys && fs->base != fs->phys)
+		return -EAGAIN;
 
 	/* Pass 2. */
 	root = live_inode(fs, MPM_ROOT_INO);
 	if (!root || (root->mode & S_IFMT) != S_IFDIR) {
-		fs->st.errors++;
-		mpm_report(fs, MPM_ERROR, "the root directory (inode 1) is missing");
+		damaged(fs, NULL, 0, "the root directory (inode 1) is missing");
 		return 0;
 	}
 	err = -ENOMEM;
-	fs->links = mpm_zalloc((fs->max_ino + 1) * sizeof(*fs->links));
-	seen = mpm_zalloc(((fs->max_ino + 64) / 64) * sizeof(__u64));
+	nslots = fs->recs.n * MPM_INODES_PER_PAGE;
+	fs->links = mpm_zalloc(nslots * sizeof(*fs->links));
+	seen = mpm_zalloc((nslots + 63) / 64 * sizeof(__u64));
 	if (!fs->links || !seen || vec_push(&queue, MPM_ROOT_INO))
 		goto out;
-	seen[0] |= 1ULL << MPM_ROOT_INO;
+	test_and_set(seen, ino_slot(fs, MPM_ROOT_INO));
 	err = collect_dead(fs, &queue, seen);
 	if (err)
 		goto out;
@@ -779,33 +1020,93 @@ int mpm_walk(struct mpm_fs *fs)
 	 * Count in BFS order; a directory only killed entries name is empty
 	 * of links when its turn comes and its entries do not count.
 	 */
-	memset(seen, 0, ((fs->max_ino + 64) / 64) * sizeof(__u64));
-	seen[0] |= 1ULL << MPM_ROOT_INO;
+	memset(seen, 0, (nslots + 63) / 64 * sizeof(__u64));
+	test_and_set(seen, ino_slot(fs, MPM_ROOT_INO));
 	queue.n = 1;
 	for (i = 0; i < queue.n; i++) {
-		if (queue.v[i] != MPM_ROOT_INO && !fs->links[queue.v[i]])
+		if (queue.v[i] != MPM_ROOT_INO && !mpm_links(fs, queue.v[i]))
 			continue;
 		fs->st.dirs++;
 		err = count_dir(fs, queue.v[i], &queue, seen, &pending);
 		if (err)
 			goto out;
 	}
+	err = 0;
+	if (fs->st.errors)
+		goto out;
 
 	/* Pass 3. */
 	finish_renames(fs, &pending);
 	for (ino = 1; ino <= fs->max_ino; ino++) {
-		struct mpm_inode *in = live_inode(fs, ino);
+		struct mpm_inode *in = ino_slot(fs, ino) >= 0 ? live_inode(fs, ino) : NULL;
 
 		if (in)
 			recover_inode(fs, ino, in);
+		if (!(ino % 4096))
+			mpm_cond_resched();
 	}
-	for (i = 0; i < words; i++)
+	for (i = 0; i < (fs->nr_pages + 63) / 64; i++)
 		fs->st.used_pages += mpm_popcount(fs->used[i]);
-	err = 0;
 out:
 	mpm_free(seen);
 	mpm_free(queue.v);
 	mpm_free(pending.v);
+	return err;
+}
+
+int mpm_walk(struct mpm_fs *fs)
+{
+	struct mpm_super *sb = mpm_super(fs);
+	bool repair = fs->repair;
+	int err, round;
+
+	memset(&fs->st, 0, sizeof(fs->st));
+	fs->max_ino = 0;
+	err = check_super(fs);
+	if (err)
+		return err;
+	fs->used = mpm_zalloc((fs->nr_pages + 63) / 64 * sizeof(__u64));
+	fs->kind = mpm_zalloc(fs->nr_pages);
+	if (!fs->used || !fs->kind) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/*
+	 * A mount recovers only an undamaged device.  Its walk stores before
+	 * pass 1 ends only when it relocates: check first, storing nothing.
+	 * (With a relocation already under way the check is pass 1's: pass 2
+	 * waits for the entries to agree on one base.)
+	 */
+	if (repair && !fs->fix &&
+	    (sb->reloc_base || (fs->phys && fs->phys != sb->base))) {
+		fs->repair = false;
+		fs->dry = true;
+		err = walk_round(fs);
+		fs->dry = false;
+		fs->repair = repair;
+		if (err || fs->st.errors)
+			goto out;
+	}
+	for (round = 0; ; round++) {
+		__u64 fixed = fs->st.fixed;
+
+		err = walk_round(fs);
+		if (err == -EAGAIN && round < MOVE_ROUNDS)
+			continue;
+		/* Clearing damage can leave more (a name of a freed inode). */
+		if (!err && fs->st.errors && fs->st.fixed > fixed && round < FIX_ROUNDS)
+			continue;
+		break;
+	}
+	if (err == -EAGAIN) {
+		mpm_report(fs, MPM_ERROR, "the entries do not reach %#llx",
+			   (unsigned long long)fs->phys);
+		fs->st.errors++;
+		err = 0;
+	}
+out:
+	mpm_free(fs->kind);
+	fs->kind = NULL;
 	return err;
 }
 
@@ -814,6 +1115,10 @@ void mpm_fs_release(struct mpm_fs *fs)
 	mpm_free(fs->used);
 	mpm_free(fs->links);
 	mpm_free(fs->dead_vec.v);
+	mpm_free(fs->recs.v);
+	mpm_free(fs->kind);
+	fs->kind = NULL;
+	fs->recs = (struct mpm_vec){ 0 };
 	fs->used = NULL;
 	fs->links = NULL;
 	fs->dead_vec.v = NULL;

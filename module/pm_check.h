@@ -28,8 +28,13 @@ struct mpm_stats {
 	__u64 leaked_pages;	/* pages held by orphans, punches, beyond EOF */
 	__u64 relocated;	/* entries rewritten for a new base */
 	__u64 lowered;		/* trees lowered to the order they need */
-	/* Violated invariants: a recovery does not repair these. */
+	/*
+	 * Violated invariants (damage): a mount refuses the device, unchanged;
+	 * only `morsel fsck -y` (@fix) removes them.
+	 */
 	__u64 errors;
+	__u64 too_high;		/* of the errors: orders above @max_order */
+	__u64 fixed;		/* damaged words @fix cleared or corrected */
 	/* Stores recovery made. */
 	__u64 stores;
 };
@@ -42,7 +47,16 @@ struct mpm_stats {
  *            entries there if the super block says otherwise.  0: the
  *            super block's base (user space cannot know better).
  * @repair:   recover (finish renames and punches, reclaim orphans and
- *            pages past EOF, relocate); otherwise only count them.
+ *            pages past EOF, relocate); otherwise only count them.  A
+ *            device with errors is never recovered: mpm_walk() checks it
+ *            first and, finding damage, stores nothing.
+ * @fix:      with @repair (`morsel fsck -y`): remove damage too, by
+ *            clearing every word the walk rejected (an entry, a directory
+ *            entry, an inode) or correcting a size, then recovering what
+ *            that leaves (orphans, pages no longer reached).
+ * @max_order: the highest order this kernel maps (a 4-level kernel: 3);
+ *            a tree above it is refused like damage, and counted in
+ *            @st.too_high too.  0: MPM_MAX_ORDER.
  * @used:     out: one bit per page (BITS_PER_U64 per word), set for every
  *            page reachable after the walk; freed by mpm_fs_release().
  * @max_ino:  out: the highest allocated inode number.
@@ -54,6 +68,8 @@ struct mpm_fs {
 	__u64 nr_pages;
 	__u64 phys;
 	bool repair;
+	bool fix;
+	unsigned int max_order;
 	__u64 *used;
 	__u64 max_ino;
 	struct mpm_stats st;
@@ -61,8 +77,14 @@ struct mpm_fs {
 	/* private to pm_check.c */
 	__u64 base;
 	__u64 walk_idx;
-	__u32 *links;
-	struct mpm_vec { __u64 *v, n, cap; } dead_vec;
+	int walk_err;		/* -ENOMEM in pass 1 */
+	bool dry;		/* a check before a repair: no store, no error for a relocation */
+	bool is_dir;		/* the tree being walked is a directory's */
+	__u64 leading;		/* its data pages from offset 0 on, so far */
+	__u8 *kind;		/* per page: what pass 1 reached it as (MPM_K_*) */
+	struct mpm_vec { __u64 *v, n, cap; } recs;	/* record pages' offsets, ascending */
+	__u32 *links;		/* per slot of mpm_ino_slot() */
+	struct mpm_vec dead_vec;
 };
 
 enum mpm_kind { MPM_ERROR, MPM_RECOVER, MPM_INFO };
@@ -85,6 +107,8 @@ void mpm_fs_release(struct mpm_fs *fs);
 
 /* Helpers for the environment (and the module's mount). */
 struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino);
+/* The names of inode @ino the walk counted (until mpm_fs_release()). */
+__u32 mpm_links(struct mpm_fs *fs, __u64 ino);
 void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff);
 /* The device page entry @e points to, or 0 if outside the device. */
 __u64 mpm_entry_page(struct mpm_fs *fs, __u64 e);
@@ -114,7 +138,7 @@ static inline const void *mpm_xattr_value(const struct mpm_xattr *x)
 static inline bool mpm_needs_recovery(const struct mpm_stats *st)
 {
 	return st->renames || st->punches || st->orphans || st->leaked_pages ||
-	       st->relocated || st->lowered;
+	       st->relocated || st->lowered || st->fixed;
 }
 
 static inline struct mpm_super *mpm_super(struct mpm_fs *fs)

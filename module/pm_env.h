@@ -8,7 +8,9 @@
 
 #ifdef __KERNEL__
 #include <linux/errno.h>
+#include <linux/kernel.h>
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/stat.h>
@@ -20,9 +22,12 @@
 #define mpm_sort(b, n, s, c)	sort(b, n, s, c, NULL)
 #define mpm_load(p)		READ_ONCE(*(p))
 #define mpm_popcount(x)		hweight64(x)
+#define mpm_cond_resched()	cond_resched()
 #else
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +38,10 @@
 #define mpm_sort(b, n, s, c)	qsort(b, n, s, c)
 #define mpm_load(p)		__atomic_load_n((__u64 *)(p), __ATOMIC_RELAXED)
 #define mpm_popcount(x)		__builtin_popcountll(x)
+#define mpm_cond_resched()	do { } while (0)
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+#endif
 #endif
 
 #endif /* MORSEL_PM_ENV_H */

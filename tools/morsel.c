@@ -294,6 +294,7 @@ static int cmd_fsck(int argc, char **argv)
 	}
 	pm_env.out = stdout;
 	fs.repair = repair;
+	fs.fix = repair;	/* -y removes damage too */
 	err = mpm_walk(&fs);
 	status = pm_fsck_status(&fs, err);
 	if (!err)
