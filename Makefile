@@ -21,6 +21,9 @@ BINS    += tests/programs/hello tests/programs/libmsl.so
 BINS    += tests/preload_test tests/pmem_test tests/pmem_pin_test
 # Every-prefix crash testing of persistent morselfs (vm/run --pmem).
 BINS    += tests/pm_crash
+# The persistent walk fuzzed in user space (libFuzzer, ASan, UBSan) and
+# the program that writes its seed images.
+BINS    += tests/pm_fuzz tests/pm_fuzz_seeds
 # The LD_PRELOAD shim (preload/): libmorsel's code built into it, hidden,
 # so it needs no libmorsel.so; it exports only the functions it interposes.
 PRELOAD := preload/libmorsel-preload.so
@@ -99,6 +102,15 @@ tools/morsel: tools/morsel.c $(PM_DEPS) $(LIB)
 tests/pm_crash: tests/pm_crash.c $(PM_DEPS) $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
 
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-Wall -Wextra -std=gnu11 -Iinclude/uapi -Imodule -Itools -Itests
+tests/pm_fuzz: tests/pm_fuzz.c tests/pm_image.h $(PM_DEPS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(PM_SRCS)
+
+tests/pm_fuzz_seeds: tests/pm_fuzz.c tests/pm_image.h $(PM_DEPS)
+	$(CC) $(CFLAGS) -DPM_FUZZ_SEEDS -Imodule -Itools -Itests -o $@ $< $(PM_SRCS)
+
 tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
@@ -114,7 +126,7 @@ tests/errors_test: tests/errors_test.c tests/ksft_util.h $(LIB)
 tests/fs_test: tests/fs_test.c tests/ksft_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/pmem_util.h tests/probe/probe.h $(PM_DEPS) $(LIB)
+tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/pmem_util.h tests/pm_image.h tests/probe/probe.h $(PM_DEPS) $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
 
 tests/pmem_pin_test: tests/pmem_pin_test.c tests/ksft_util.h tests/pmem_util.h $(LIB)
@@ -169,6 +181,13 @@ fuzz: build
 # the survivors checked against the workload's model; two boots per run).
 # About 30 s per run on an idle 2-core host, 40 s on a busy one: 50-70
 # minutes.  tests/powercut --seed S --runs 100 repeats a sequence.
+# The persistent walk fuzzed for an hour (tests/pm_fuzz_run; make test
+# fuzzes it for 45 s), its corpus kept in .build/pm-fuzz-corpus between
+# runs, on both cores.
+.PHONY: pm-fuzz
+pm-fuzz: build
+	@tests/pm_fuzz_run --time $${PM_FUZZ_TIME:-3600} --jobs 2 --corpus .build/pm-fuzz-corpus
+
 .PHONY: powercut
 powercut: build
 	@tests/powercut --runs 100

@@ -1395,10 +1395,17 @@ FIXTURE(move) {
 
 FIXTURE_VARIANT(move) {
 	__u64 shift;
+	__u64 moved_again;	/* recovered at base + this */
 };
 
 FIXTURE_VARIANT_ADD(move, to_a_distant_address) { .shift = 1ULL << 30 };
 FIXTURE_VARIANT_ADD(move, to_an_overlapping_range) { .shift = 64 * KiB };
+/*
+ * A crash during the relocating mount, then the device moved again before
+ * the next mount: recovery finishes the relocation to the recorded base,
+ * which is not the device's, and moves the entries on to where it is.
+ */
+FIXTURE_VARIANT_ADD(move, then_moved_again) { .shift = 1ULL << 30, .moved_again = 2ULL << 30 };
 
 FIXTURE_SETUP(move)
 {
@@ -1458,7 +1465,7 @@ TEST_F_TIMEOUT(move, every_prefix_of_the_relocating_mount_recovers, 900)
 	EXPECT_EQ(0, ((struct mpm_super *)r->post)->reloc_base);
 	check_complete(_metadata, r);
 	/* One state, before and after: the same file system at any base. */
-	r->phys = real;
+	r->phys = real + variant->moved_again;
 	cur_reset(r);
 	cur_advance(r, r->nrecs);
 	r->s[1] = recover(r, true, false, why, sizeof(why));
@@ -1467,7 +1474,8 @@ TEST_F_TIMEOUT(move, every_prefix_of_the_relocating_mount_recovers, 900)
 	failed = replay_prefixes() ? every_prefix(r) : 0;
 	if (total_states && replay_prefixes())
 		__atomic_fetch_add(total_states, r->nrecs + 1, __ATOMIC_RELAXED);
-	printf("# move +%#llx: %d crash states%s\n", (unsigned long long)variant->shift,
+	printf("# move +%#llx, recovered at +%#llx: %d crash states%s\n",
+	       (unsigned long long)variant->shift, (unsigned long long)variant->moved_again,
 	       r->nrecs + 1, replay_prefixes() ? "" : " (not replayed)");
 	fflush(stdout);
 	ASSERT_EQ(0, failed) TH_LOG("%d of %d crash states are wrong", failed, r->nrecs + 1);

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #include "morsel.h"
 #include "ksft_util.h"
 #include "pm.h"
+#include "pm_image.h"
 #include "pmem_util.h"
 #include "probe/probe.h"
 
@@ -463,7 +465,8 @@ TEST_F(pm, refused_inputs)
 /*
  * Damage made offline: an inode without a name is a leak (fsck -n: 4, -y
  * frees it: 1, then 0); a name pointing at a free inode, and a page
- * reached twice, are errors fsck reports (4) and a mount refuses (EUCLEAN).
+ * reached twice, are errors fsck reports (4), a mount refuses (EUCLEAN)
+ * and fsck -y removes (1: the name; the second reference).
  */
 TEST_F(pm, fsck_finds_and_repairs)
 {
@@ -504,13 +507,14 @@ TEST_F(pm, fsck_finds_and_repairs)
 	mpm_fs_release(&fs);
 	ASSERT_EQ(0, pm_close(&fs));
 	EXPECT_EQ(4, fsck("-n"));
-	EXPECT_EQ(4, fsck("-y"));	/* not a leak: left for a person */
 	EXPECT_EQ(-1, do_mount());
 	EXPECT_EQ(EUCLEAN, errno);
+	EXPECT_EQ(1, fsck("-y"));	/* damage: the name is removed */
+	EXPECT_EQ(0, fsck("-n"));
 	ASSERT_EQ(0, pm_open(dev(), true, &fs));
 	ASSERT_EQ(0, mpm_walk(&fs));
 	de = mpm_tree_page(&fs, mpm_inode(&fs, MPM_ROOT_INO)->root, 0);
-	de[i].word = 0;
+	EXPECT_EQ(0, de[i].word);
 	/* A page reached twice: the root directory's page as "a"'s data. */
 	in = mpm_inode(&fs, 2);
 	in->root = mpm_inode(&fs, MPM_ROOT_INO)->root;
@@ -519,9 +523,250 @@ TEST_F(pm, fsck_finds_and_repairs)
 	EXPECT_EQ(4, fsck("-n"));
 	EXPECT_EQ(-1, do_mount());
 	EXPECT_EQ(EUCLEAN, errno);
-	/* Formatting again gives a clean device for the teardown. */
+	/* The second reference goes: "a" keeps its size, reads zeros. */
+	EXPECT_EQ(1, fsck("-y"));
+	EXPECT_EQ(0, fsck("-n"));
+	ASSERT_EQ(0, do_mount());
+	EXPECT_EQ(0, strcmp(get(p("a")), ""));
+}
+
+/* ---- damaged devices ---- */
+
+/* The device's first @len bytes, read past the block device's cache. */
+static __u8 *dev_bytes(size_t len)
+{
+	struct mpm_fs fs;
+	__u8 *buf = malloc(len);
+
+	if (!buf || pm_open(dev(), false, &fs)) {
+		free(buf);
+		return NULL;
+	}
+	memcpy(buf, fs.dev, len);
+	pm_close(&fs);
+	return buf;
+}
+
+static int put_dev_bytes(const void *buf, size_t len)
+{
+	struct mpm_fs fs;
+
+	if (pm_open(dev(), true, &fs))
+		return -1;
+	memcpy(fs.dev, buf, len);
+	return pm_close(&fs);
+}
+
+static __u64 dev_base(void)
+{
+	__u8 *sb = dev_bytes(PG);
+	__u64 base = sb ? ((struct mpm_super *)sb)->base : 0;
+
+	free(sb);
+	return base;
+}
+
+/*
+ * Everything a user can do to a mounted tree without writing: what find,
+ * ls -lR, cat of every file and getfattr do.  Counts the files; -1 on an
+ * error a healthy file system would not give.
+ */
+static long walked;
+
+static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char buf[65536], names[4096];
+	ssize_t n, len;
+	int fd;
+
+	(void)ftw;
+	walked++;
+	if (flag == FTW_NS || flag == FTW_DNR)
+		return -1;
+	len = llistxattr(path, names, sizeof(names));
+	for (n = 0; len > 0 && n < len; n += strlen(names + n) + 1)
+		if (lgetxattr(path, names + n, buf, sizeof(buf)) < 0)
+			return -1;
+	if (S_ISLNK(st->st_mode))
+		return readlink(path, buf, sizeof(buf)) < 0 ? -1 : 0;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	close(fd);
+	return n < 0 ? -1 : 0;
+}
+
+static int walk_tree(void)
+{
+	walked = 0;
+	return nftw(DIR, visit, 16, FTW_PHYS);
+}
+
+/*
+ * The review's crafted devices (tests/pm_image.h: H1-H3, M1 and more),
+ * written with entries for the device's real address (the mount checks
+ * them in place) and for address 0 (the mount would relocate them): a
+ * damaged one is refused with EUCLEAN and left byte-identical; fsck -y
+ * removes the damage (exit 1) and the device then mounts and every file
+ * reads.  A relocation recorded to an address that is not the device's
+ * (H3) ends at the real one; an order-4 file needs 5-level paging.
+ */
+TEST_F(pm, crafted_devices_refused_unchanged)
+{
+	bool four = getenv("MORSEL_PAGING") && !strcmp(getenv("MORSEL_PAGING"), "4");
+	size_t len = PMI_PAGES * PG;
+	__u64 bases[2], real;
+	unsigned int b, i;
+
+	ASSERT_EQ(0, umount(DIR));
+	real = dev_base();
+	ASSERT_NE(0, real);
+	bases[0] = real;
+	bases[1] = 0;
+	for (b = 0; b < 2; b++) {
+		for (i = 0; i < ARRAY_SIZE(pmi_cases); i++) {
+			const struct pmi_case *c = &pmi_cases[i];
+			bool refused = c->damage || (four && c->craft == pmi_order4_file);
+			struct pm_image im;
+			__u8 *back;
+			int ret;
+
+			ASSERT_EQ(0, pmi_init(&im, PMI_PAGES, bases[b]));
+			pmi_everything(&im);
+			c->craft(&im);
+			ASSERT_EQ(0, put_dev_bytes(im.fs.dev, len));
+			ret = do_mount();
+			if (refused) {
+				EXPECT_EQ(-1, ret) TH_LOG("%s, base %#llx: mounted", c->name,
+							 (unsigned long long)bases[b]);
+				EXPECT_EQ(c->damage ? EUCLEAN : EOPNOTSUPP, errno)
+					TH_LOG("%s: %s", c->name, strerror(errno));
+				back = dev_bytes(len);
+				ASSERT_NE(NULL, back);
+				EXPECT_EQ(0, memcmp(back, im.fs.dev, len))
+					TH_LOG("%s, base %#llx: the device changed", c->name,
+					       (unsigned long long)bases[b]);
+				free(back);
+				if (!c->damage) {
+					pmi_free(&im);
+					continue;
+				}
+				EXPECT_EQ(1, fsck("-y")) TH_LOG("%s", c->name);
+				ret = do_mount();
+			}
+			EXPECT_EQ(0, ret) TH_LOG("%s: %s", c->name, strerror(errno));
+			if (!ret) {
+				EXPECT_EQ(0, walk_tree()) TH_LOG("%s", c->name);
+				EXPECT_LT(10, walked) TH_LOG("%s", c->name);
+				EXPECT_EQ(0, umount(DIR));
+			}
+			EXPECT_EQ(0, fsck("-n")) TH_LOG("%s", c->name);
+			EXPECT_EQ(real, dev_base()) TH_LOG("%s", c->name);
+			pmi_free(&im);
+		}
+	}
 	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
 	ASSERT_EQ(0, do_mount());
+}
+
+/* A small xorshift, seeded: the same flips for the same seed. */
+static __u64 rnd(__u64 *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/*
+ * Bits flipped in a device's used pages, 1-3 at a time in each of
+ * $PMEM_FLIPS rounds (default 40; seed $PMEM_FLIP_SEED): a mount either
+ * refuses the device and leaves it unchanged, or mounts something every
+ * walk finishes on (find, ls -lR, cat and getfattr of every file, then
+ * umount).  The VM fails the run on any kernel report.
+ */
+TEST_F(pm, flipped_bits_refused_or_walkable)
+{
+	const char *e = getenv("PMEM_FLIPS"), *sd = getenv("PMEM_FLIP_SEED");
+	long rounds = e ? atol(e) : 40, r, refused = 0, mounted = 0;
+	__u64 seed = sd ? strtoull(sd, NULL, 0) : 20261125, *used, nr, top = 0, pg;
+	__u8 *orig, *flipped;
+	char name[64];
+	struct mpm_fs fs;
+	size_t len;
+	int i, k, fd;
+
+	/* A tree with every kind of inode, small files: mostly metadata. */
+	ASSERT_EQ(0, mkdir(p("d"), 0755));
+	ASSERT_EQ(0, mkdir(p("d/e"), 0700));
+	for (i = 0; i < 30; i++) {
+		snprintf(name, sizeof(name), "d/f%02d", i);
+		put(p(name), name);
+	}
+	fd = open(p("big"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 3 * MiB));
+	ASSERT_EQ(5, pwrite(fd, "tail!", 5, 3 * MiB - 5));
+	close(fd);
+	ASSERT_EQ(0, symlink("d/f01", p("sl")));
+	ASSERT_EQ(0, link(p("d/f02"), p("d/e/hard")));
+	ASSERT_EQ(0, mkfifo(p("fifo"), 0644));
+	ASSERT_EQ(0, setxattr(p("d/f03"), "user.x", "value", 5, 0));
+	ASSERT_EQ(0, umount(DIR));
+
+	ASSERT_EQ(0, pm_open(dev(), false, &fs));
+	ASSERT_EQ(0, mpm_walk(&fs));
+	nr = fs.nr_pages;
+	used = malloc((nr + 63) / 64 * 8);
+	ASSERT_NE(NULL, used);
+	memcpy(used, fs.used, (nr + 63) / 64 * 8);
+	for (pg = 0; pg < nr; pg++)
+		if (used[pg / 64] >> (pg % 64) & 1)
+			top = pg + 1;
+	mpm_fs_release(&fs);
+	pm_close(&fs);
+	len = top * PG;
+	orig = dev_bytes(len);
+	flipped = malloc(len);
+	ASSERT_NE(NULL, orig);
+	ASSERT_NE(NULL, flipped);
+	for (r = 0; r < rounds; r++) {
+		memcpy(flipped, orig, len);
+		for (k = 1 + rnd(&seed) % 3; k > 0; k--) {
+			do
+				pg = rnd(&seed) % top;
+			while (!(used[pg / 64] >> (pg % 64) & 1));
+			flipped[pg * PG + rnd(&seed) % PG] ^= 1 << (rnd(&seed) % 8);
+		}
+		ASSERT_EQ(0, put_dev_bytes(flipped, len));
+		if (do_mount()) {
+			__u8 *back;
+
+			EXPECT_TRUE(errno == EUCLEAN || errno == EINVAL || errno == EOPNOTSUPP)
+				TH_LOG("round %ld: %s", r, strerror(errno));
+			back = dev_bytes(len);
+			ASSERT_NE(NULL, back);
+			EXPECT_EQ(0, memcmp(back, flipped, len)) TH_LOG("round %ld: changed", r);
+			free(back);
+			refused++;
+		} else {
+			EXPECT_EQ(0, walk_tree()) TH_LOG("round %ld", r);
+			ASSERT_EQ(0, umount(DIR)) TH_LOG("round %ld", r);
+			mounted++;
+		}
+	}
+	printf("# %ld rounds of flips in %llu used pages: %ld refused unchanged, %ld mounted and walked\n",
+	       rounds, (unsigned long long)top, refused, mounted);
+	ASSERT_EQ(0, put_dev_bytes(orig, len));
+	EXPECT_EQ(0, fsck("-n"));
+	ASSERT_EQ(0, do_mount());
+	free(orig);
+	free(flipped);
+	free(used);
 }
 
 TEST_HARNESS_MAIN
