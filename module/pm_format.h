@@ -42,7 +42,7 @@
 #define MPM_E_USER		_BITULL(2)
 #define MPM_E_ACCESSED		_BITULL(5)
 #define MPM_E_DIRTY		_BITULL(6)
-#define MPM_E_HUGE		_BITULL(7)	/* level 2: a 2 MiB leaf */
+#define MPM_E_HUGE		_BITULL(7)	/* PS: not in format 1 (damage) */
 #define MPM_E_SPECIAL		_BITULL(9)	/* Linux's _PAGE_SPECIAL */
 #define MPM_E_NX		_BITULL(63)
 #define MPM_E_ADDR		0x000ffffffffff000ULL
