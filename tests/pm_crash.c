@@ -966,6 +966,11 @@ static char *recover(struct run *r, bool clean, bool loud, char *why, size_t why
 		snprintf(why, whylen, "recovery: walk %d, %s", err, st);
 		goto out;
 	}
+	if (r->phys && mpm_super(&fs)->base != r->phys) {
+		snprintf(why, whylen, "recovery left the entries for %#llx, the device is at %#llx",
+			 (unsigned long long)mpm_super(&fs)->base, (unsigned long long)r->phys);
+		goto out;
+	}
 	if (loud)
 		fprintf(stderr, "#   recovery made %s\n#   walk again without repair:\n", st);
 	fs.repair = false;
