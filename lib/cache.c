@@ -219,6 +219,20 @@ int morsel_cache_map(const char *socket_path, int fd, void **addr,
 	return 0;
 }
 
+/*
+ * morsel_cache_map() for the file at @path, opened O_RDONLY here (so the
+ * caller's permissions decide) and closed again before returning.
+ *
+ * That close() releases every POSIX record lock (fcntl F_SETLK, F_SETLKW)
+ * the calling process holds on the file: POSIX locks belong to the
+ * process, and closing *any* of its descriptors of the file drops them all
+ * (fs/open.c filp_flush -> locks_remove_posix; OFD locks and flock(2) are
+ * not affected).  There is no way around it here: the daemon needs a
+ * readable descriptor, and a readable descriptor cannot be closed without
+ * this effect.  A caller that holds such locks, or that shares the file
+ * with code that may (SQLite, for one), must call morsel_cache_map() with a
+ * descriptor it keeps open instead (review 2026-11b, H6).
+ */
 int morsel_cache_map_path(const char *socket_path, const char *path,
 			  void **addr, size_t *len)
 {

@@ -133,6 +133,11 @@ int morsel_cache_get(int sock, int fd, struct morsel_cache_info *info);
  */
 int morsel_cache_map(const char *socket_path, int fd, void **addr,
 		     size_t *len);
+/*
+ * The same for @path, opened O_RDONLY and closed again: that close drops
+ * the process's POSIX record locks on the file (use morsel_cache_map with
+ * a descriptor kept open to keep them).
+ */
 int morsel_cache_map_path(const char *socket_path, const char *path,
 			  void **addr, size_t *len);
 /* Unmap what morsel_cache_map() returned (the whole extent). */

@@ -17,9 +17,18 @@
  * Environment (read once, at load): MORSEL_CACHED_SOCKET, the daemon's
  * socket; MORSEL_PRELOAD_MIN_SIZE, bytes with an optional K, M, G or T
  * suffix (default 64M); MORSEL_PRELOAD_DEBUG=1, one line on stderr per
- * decision (=2: anonymous mmaps too); MORSEL_PRELOAD_DISABLE=1, every call goes to the kernel;
- * MORSEL_PRELOAD_STATS=FILE, one line "mmap <cached|real> <bytes> <ns>"
- * appended per mmap of a file at or above the threshold.
+ * decision (=2: anonymous mmaps too); MORSEL_PRELOAD_DISABLE=1, every call
+ * goes to the kernel; MORSEL_PRELOAD_STATS=FILE, one line
+ * "mmap <cached|real> <bytes> <ns>" appended per mmap of a file at or above
+ * the threshold.  In secure-execution mode (AT_SECURE: setuid, setgid or
+ * file capabilities, e.g. with the shim in /etc/ld.so.preload) all of them
+ * are ignored and the defaults hold.
+ *
+ * Descriptors: the shim never close()s a descriptor of the program's file
+ * (that would drop the program's POSIX record locks on it; map_cached says
+ * how it does without one).  Its only lasting descriptor is the daemon
+ * connection, kept at a high number and checked by identity before every
+ * use and close.
  *
  * Locking: conn_lock serializes the daemon connection (one per process,
  * made again after fork: conn.pid); the table has its own lock (table.c).
@@ -34,6 +43,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -49,7 +60,7 @@
 int shim_debug_on;
 static int enabled = 1;
 static uint64_t threshold = 64ULL << 20;
-static char socket_path[108];		/* empty: the library's default */
+static char socket_path[108] = MORSEL_CACHED_SOCKET;
 static char stats_path[4096];		/* empty: no statistics */
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,32 +103,52 @@ static void fork_done(void)
 	pthread_mutex_unlock(&conn_lock);
 }
 
+/*
+ * The shim's environment variable @name, or NULL.  In secure-execution
+ * mode (the kernel's AT_SECURE: a setuid or setgid program, or one that
+ * gained capabilities) nothing: these variables come from the user who
+ * started the program, and MORSEL_PRELOAD_STATS alone would let them
+ * create or append to any file with the program's rights.  secure_getenv
+ * already says NULL then; the explicit AT_SECURE check keeps that true
+ * should a libc's secure_getenv be weaker.
+ */
+static const char *shim_getenv(const char *name)
+{
+	if (getauxval(AT_SECURE))
+		return NULL;
+	return secure_getenv(name);
+}
+
 __attribute__((constructor)) static void shim_init(void)
 {
 	const char *s;
 
-	s = getenv("MORSEL_PRELOAD_DEBUG");
+	s = shim_getenv("MORSEL_PRELOAD_DEBUG");
 	shim_debug_on = s ? atoi(s) : 0;
-	s = getenv("MORSEL_PRELOAD_DISABLE");
+	s = shim_getenv("MORSEL_PRELOAD_DISABLE");
 	enabled = !(s && *s && strcmp(s, "0"));
-	s = getenv("MORSEL_PRELOAD_MIN_SIZE");
+	s = shim_getenv("MORSEL_PRELOAD_MIN_SIZE");
 	if (s && morsel_cache_parse_size(s, &threshold))
 		shim_say("MORSEL_PRELOAD_MIN_SIZE=%s is not a size; using %llu",
 			 s, (unsigned long long)threshold);
-	s = getenv("MORSEL_CACHED_SOCKET");
-	if (s && strlen(s) < sizeof(socket_path))
+	/*
+	 * The socket is always passed to morsel_cache_connect explicitly:
+	 * given NULL, the library would read MORSEL_CACHED_SOCKET itself,
+	 * with plain getenv.
+	 */
+	s = shim_getenv("MORSEL_CACHED_SOCKET");
+	if (s && *s && strlen(s) < sizeof(socket_path))
 		strcpy(socket_path, s);
-	else if (s)
+	else if (s && *s)
 		shim_say("MORSEL_CACHED_SOCKET is too long; using %s",
 			 MORSEL_CACHED_SOCKET);
-	s = getenv("MORSEL_PRELOAD_STATS");
+	s = shim_getenv("MORSEL_PRELOAD_STATS");
 	if (s && strlen(s) < sizeof(stats_path))
 		strcpy(stats_path, s);
 	pthread_atfork(fork_prepare, fork_done, fork_done);
 	shim_say("loaded: %s, threshold %llu bytes, socket %s",
 		 enabled ? "enabled" : "disabled",
-		 (unsigned long long)threshold,
-		 socket_path[0] ? socket_path : MORSEL_CACHED_SOCKET);
+		 (unsigned long long)threshold, socket_path);
 }
 
 /* MORSEL_PRELOAD_STATS: one line per mmap of a file >= the threshold. */
@@ -143,7 +174,12 @@ static void stats_record(const char *kind, size_t len,
 	errno = err;
 }
 
-/* Is conn.sock still the socket we connected (not closed and reused)? */
+/*
+ * Is conn.sock still the socket we connected (not closed and reused)?
+ * (dev, ino) name the socket's own inode, so a descriptor the program
+ * opened at that number since (a file, a pipe, another socket) fails this
+ * and is never used or closed by the shim.
+ */
 static int conn_still_ours(void)
 {
 	struct stat st;
@@ -153,9 +189,42 @@ static int conn_still_ours(void)
 }
 
 /*
+ * Move the new connection @fd to a high number (F_DUPFD_CLOEXEC): a
+ * program that closes descriptors it does not know (closefrom,
+ * close_range, a daemonizing loop) and then opens new ones gets the low
+ * numbers again, so a number the shim still records is seldom reused.
+ * Half the soft RLIMIT_NOFILE, at most 512 (a larger minimum would grow
+ * the descriptor table for nothing); @fd itself where that is not
+ * possible.  The socket is not the program's file: closing the low copy
+ * releases nothing of the program's.
+ */
+static int fd_high(int fd)
+{
+	struct rlimit rl;
+	rlim_t min = 512;
+	int h;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return fd;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < min)
+		min = rl.rlim_cur / 2;
+	if (min <= (rlim_t)fd)
+		return fd;
+	h = fcntl(fd, F_DUPFD_CLOEXEC, (int)min);
+	if (h < 0)
+		return fd;
+	close(fd);
+	return h;
+}
+
+/*
  * Ask the daemon for @fd: the morsel fd, or -1 with a reason in @why.
  * One connection per process; after fork the child connects anew, and a
- * connection the daemon dropped is made again once.
+ * connection the daemon dropped is made again once.  @fd travels as
+ * SCM_RIGHTS: the message holds a reference to the open file, no
+ * descriptor of ours, and the daemon closes its copy in its own
+ * descriptor table, so the program's POSIX locks (owned by our table)
+ * are not touched either way.
  */
 static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 		     size_t room)
@@ -173,13 +242,13 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 	}
 	for (tries = 0; tries < 2; tries++) {
 		if (conn.sock < 0) {
-			r = morsel_cache_connect(socket_path[0] ? socket_path : NULL);
+			r = morsel_cache_connect(socket_path);
 			if (r < 0) {
 				snprintf(why, room, "no daemon (connect: %s)",
 					 strerror(-r));
 				break;
 			}
-			conn.sock = r;
+			conn.sock = r = fd_high(r);
 			conn.pid = pid;
 			fstat(r, &st);
 			conn.dev = st.st_dev;
@@ -194,7 +263,8 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 		    r != -ECONNREFUSED)
 			break;
 		snprintf(why, room, "daemon went away: %s", strerror(-r));
-		close(conn.sock);
+		if (conn_still_ours())
+			close(conn.sock);
 		conn.sock = -1;
 	}
 	pthread_mutex_unlock(&conn_lock);
@@ -205,6 +275,44 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
  * The cached path: 0 and *@out, or -1 with the reason in @why (nothing
  * changed; the caller falls back).  @st is the fd's fstat, at or above the
  * threshold.
+ *
+ * What the shim keeps of the program's file, and why it is no descriptor
+ * (review 2026-11b, H6).  POSIX record locks (fcntl F_SETLK) belong to the
+ * process's descriptor table, and close() of *any* descriptor of the file
+ * releases all of them (fs/open.c filp_flush -> locks_remove_posix), so a
+ * dup closed on a fall-back, at the last munmap or after a swap silently
+ * unlocked the program's file (SQLite's SHARED lock, for one).  The swap
+ * needs a way to map the file later, when the program's fd may be gone.
+ * The choices, tried on Linux 6.12's source and on a 6.18 host:
+ *
+ * - a dup, closed when the mapping goes: drops the locks (the bug);
+ * - a dup kept for the life of the process (O_CLOEXEC): exec closes it,
+ *   and that close drops the locks too, though POSIX locks must survive
+ *   exec (fs/exec.c do_close_on_exec -> filp_close); it also shares the
+ *   program's open file description, so flock(2) and OFD locks would live
+ *   as long as the process, and an unlinked file's blocks would stay
+ *   allocated; one descriptor per file ever mapped;
+ * - an O_PATH descriptor: closing one releases nothing (filp_flush skips
+ *   locks_remove_posix for FMODE_PATH), but an O_PATH fd cannot be mapped
+ *   (EBADF), and a descriptor re-opened from it for the swap's mmap is an
+ *   ordinary one, whose close drops the locks again;
+ * - a standby mapping: an ordinary PROT_NONE mapping of the file, the
+ *   morsel's extent long from offset 0, made here with the program's own
+ *   fd and the program's mapping type.  The swap makes it readable and
+ *   moves it over the mount with mremap(MREMAP_FIXED): one step under the
+ *   mmap lock, as the MAP_FIXED mmap of before.  Dropping it is a munmap,
+ *   which releases no lock (a mapping's file is put, never flushed).  It
+ *   holds the open file description exactly as the kernel's own mapping
+ *   would have; it costs address space (the extent again, no memory:
+ *   never touched, not accountable, not populated even under
+ *   mlockall(MCL_FUTURE) since it is PROT_NONE) and one VMA.
+ *
+ * The shim keeps the standby.  Its equal length makes the mremap a pure
+ * move (no growth, so no RLIMIT_MEMLOCK or VM_DONTEXPAND failure after
+ * the mount is gone).  Everything that can fail cheaply, the daemon
+ * included, is asked before it is made; a fall-back after the daemon's
+ * answer undoes only the daemon's morsel fd (another file) and the
+ * standby (a munmap), neither of which touches the program's locks.
  */
 static int map_cached(size_t len, int flags, int fd, off_t off,
 		      const struct stat *st, void **out, char *why, size_t room)
@@ -212,8 +320,8 @@ static int map_cached(size_t len, int flags, int fd, off_t off,
 	struct morsel_cache_info info;
 	struct statfs sf;
 	uint64_t extent, ulen;
-	int fl, order, dfd, mfd;
-	void *base;
+	int fl, order, mfd;
+	void *base, *standby;
 
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) != O_RDONLY) {
@@ -237,42 +345,49 @@ static int map_cached(size_t len, int flags, int fd, off_t off,
 			 (unsigned long long)extent);
 		return -1;
 	}
-	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (dfd < 0) {
-		snprintf(why, room, "dup: %s", strerror(errno));
-		return -1;
-	}
 	mfd = cache_get(fd, &info, why, room);
 	if (mfd < 0)
-		goto fail_dup;
+		return -1;
 	if (info.size != (uint64_t)st->st_size || info.extent < off + ulen) {
 		snprintf(why, room, "the daemon's morsel does not match "
 			 "(size %llu, extent %llu)",
 			 (unsigned long long)info.size,
 			 (unsigned long long)info.extent);
-		close(mfd);
-		goto fail_dup;
+		goto fail_mfd;
+	}
+	/*
+	 * Before the mount: the mount is extent-aligned and the standby is
+	 * not, so mapped after it the standby would fill the pages right
+	 * below the mount; this way they stay free, as without the shim.
+	 */
+	standby = real_mmap(NULL, info.extent, PROT_NONE,
+			    flags & (MAP_TYPE | MAP_NORESERVE), fd, 0);
+	if (standby == MAP_FAILED) {
+		snprintf(why, room, "standby mapping: %s", strerror(errno));
+		goto fail_mfd;
 	}
 	base = real_mmap(NULL, info.extent, PROT_READ, MAP_SHARED, mfd, 0);
 	close(mfd);
 	if (base == MAP_FAILED) {
 		snprintf(why, room, "mounting the morsel: %s", strerror(errno));
-		goto fail_dup;
+		real_munmap(standby, info.extent);
+		return -1;
 	}
 	if (table_add((uintptr_t)base, info.extent, (uintptr_t)base + off,
-		      (uintptr_t)base + off + ulen, flags, dfd, st->st_dev,
-		      st->st_ino)) {
+		      (uintptr_t)base + off + ulen, flags,
+		      (uintptr_t)standby)) {
 		real_munmap(base, info.extent);
+		real_munmap(standby, info.extent);
 		snprintf(why, room, "no memory for the table");
-		goto fail_dup;
+		return -1;
 	}
 	snprintf(why, room, "%s, order %u, extent %llu at %p",
 		 info.flags & MORSEL_CACHE_HIT ? "hit" : "loaded", info.order,
 		 (unsigned long long)info.extent, base);
 	*out = (char *)base + off;
 	return 0;
-fail_dup:
-	close(dfd);
+fail_mfd:
+	close(mfd);
 	return -1;
 }
 

@@ -64,8 +64,11 @@ void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * table.c.  A shim mapping: the morsel mounted at [base, base + extent)
  * (file offset 0 at base), of which the program was given [start, end);
- * live lists the parts of that it has not munmapped yet.  fd is a dup of
- * the program's fd (O_CLOEXEC), dev/ino what it was, for the swap.
+ * live lists the parts of that it has not munmapped yet.  standby is an
+ * ordinary PROT_NONE mapping of the program's file, extent bytes from
+ * offset 0 (with the program's MAP_SHARED or MAP_PRIVATE), made while the
+ * program's fd was at hand: the swap moves it over the mount.  The shim
+ * keeps no descriptor of the program's file (why: preload.c, map_cached).
  */
 struct shim_range {
 	uintptr_t start, end;
@@ -73,11 +76,12 @@ struct shim_range {
 
 /* Record a new shim mapping; 0 or -ENOMEM (then nothing was recorded). */
 int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
-	      int flags, int fd, dev_t dev, ino_t ino);
+	      int flags, uintptr_t standby);
 /*
  * Before a MAP_FIXED (or MAP_FIXED_NOREPLACE) mmap of [addr, addr + len):
- * swap every shim mapping it touches, so the kernel sees only ordinary
- * mappings there; 0, or -1 with errno set if one cannot be swapped.
+ * swap every shim mapping it touches (its mount or its standby), so the
+ * kernel sees only ordinary mappings there; 0, or -1 with errno set if
+ * one cannot be swapped.
  */
 int table_before_fixed(uintptr_t addr, size_t len);
 /* Take and release the table's lock (around fork). */

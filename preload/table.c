@@ -16,12 +16,20 @@
  *   MADV_FREE: EINVAL, as for any file mapping) when the range lies inside
  *   one live part.  Anything else that touches a shim mapping (other
  *   rights, other advice, mremap, a MAP_FIXED mmap over it) first *swaps*
- *   it: one mmap(MAP_FIXED) of the program's file (a dup of its fd) with
- *   its original flags over the whole extent replaces the mount in one
- *   step (readers in other threads never see a hole: the bytes are the
- *   same), the parts the program does not hold are unmapped, the entry
- *   goes, and the program's call runs for real on an ordinary mapping.
- *   If the swap cannot be made, the call fails with its errno.
+ *   it: the entry's standby, an ordinary PROT_NONE mapping of the
+ *   program's file with its mapping type, extent bytes from offset 0, is
+ *   made readable and moved over the whole mount by one
+ *   mremap(MREMAP_FIXED), which replaces the mount in one step (readers in
+ *   other threads never see a hole: the bytes are the same), the parts
+ *   the program does not hold are unmapped, the entry goes, and the
+ *   program's call runs for real on an ordinary mapping.  If the swap
+ *   cannot be made, the call fails with its errno.  A call that touches
+ *   the standby (the program does not know it is there, but may unmap or
+ *   map over a wide range) swaps the entry too, so the standby is never
+ *   anything but the shim's.
+ * - No descriptor of the program's file is kept, so none is ever closed:
+ *   closing one would drop the program's POSIX record locks on the file
+ *   (preload.c, map_cached, has the reasons for the standby).
  *
  * posix_madvise is interposed too (glibc's calls the kernel directly).
  *
@@ -36,7 +44,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "preload.h"
 
@@ -45,9 +52,7 @@ struct shim_map {
 	size_t extent;
 	uintptr_t start, end;		/* what the program was given */
 	int flags;			/* the program's mmap flags */
-	int fd;				/* dup of the program's fd */
-	dev_t dev;
-	ino_t ino;
+	uintptr_t standby;		/* extent bytes of the file, PROT_NONE */
 	struct shim_range *live;	/* sorted, disjoint, not adjacent */
 	unsigned int nlive, cap;	/* cap: ranges that fit in live[] */
 };
@@ -87,7 +92,7 @@ static void *raw_grow(void *old, size_t oldsz, size_t newsz)
 }
 
 int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
-	      int flags, int fd, dev_t dev, ino_t ino)
+	      int flags, uintptr_t standby)
 {
 	struct shim_range *live = raw_grow(NULL, 0, SHIM_PAGE);
 	unsigned int i;
@@ -115,7 +120,7 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 	live[0].end = end;
 	maps[i] = (struct shim_map){
 		.base = base, .extent = extent, .start = start, .end = end,
-		.flags = flags, .fd = fd, .dev = dev, .ino = ino,
+		.flags = flags, .standby = standby,
 		.live = live, .nlive = 1,
 		.cap = SHIM_PAGE / sizeof(*live),
 	};
@@ -124,13 +129,15 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 	return 0;
 }
 
-/* Forget entry @i (its extent is already unmapped or swapped). */
+/*
+ * Forget entry @i (its extent is already unmapped or swapped, its standby
+ * unmapped or moved).  Nothing to close: the entry holds no descriptor.
+ */
 static void drop(unsigned int i)
 {
 	struct shim_map *m = &maps[i];
 	int err = errno;
 
-	close(m->fd);
 	real_munmap(m->live, page_up(m->cap * sizeof(*m->live)));
 	memmove(m, m + 1, (nmaps - i - 1) * sizeof(*m));
 	__atomic_store_n(&nmaps, nmaps - 1, __ATOMIC_RELEASE);
@@ -184,6 +191,17 @@ static int overlaps(const struct shim_map *m, uintptr_t a, uintptr_t b)
 	return m->base < b && a < m->base + m->extent;
 }
 
+static int in_standby(const struct shim_map *m, uintptr_t a, uintptr_t b)
+{
+	return m->standby < b && a < m->standby + m->extent;
+}
+
+/* Does [a, b) touch @m's mount or its standby? */
+static int touches(const struct shim_map *m, uintptr_t a, uintptr_t b)
+{
+	return overlaps(m, a, b) || in_standby(m, a, b);
+}
+
 /* Is [a, b) inside one live part of @m? */
 static int inside_live(const struct shim_map *m, uintptr_t a, uintptr_t b)
 {
@@ -198,29 +216,37 @@ static int inside_live(const struct shim_map *m, uintptr_t a, uintptr_t b)
 /*
  * Replace entry @i's mount by an ordinary mapping of the program's file
  * (its live parts only) and drop the entry; 0, or -1 with errno set (the
- * entry stays, and the program's call fails with that errno): EBADF if
- * the program closed or replaced the shim's dup, else the mmap's.
+ * entry stays, and the program's call fails with that errno).
+ *
+ * The standby has the mount's length, so the mremap is a pure move: after
+ * mremap_to() has unmapped the mount (mm/mremap.c), only an allocation
+ * failure (ENOMEM) can stop it, and a second try then moves it into the
+ * hole that is left.
  */
 static int swap(unsigned int i, const char *why)
 {
 	struct shim_map *m = &maps[i];
 	uintptr_t cur = m->base, end = m->base + m->extent;
-	struct stat st;
 	unsigned int k;
-	int err = errno;
+	int err = errno, tries;
+	void *r = MAP_FAILED;
 
-	if (fstat(m->fd, &st) || st.st_dev != m->dev || st.st_ino != m->ino) {
-		shim_say("%s: cannot swap %#lx: the dup of the program's fd "
-			 "was closed or replaced", why, (unsigned long)m->start);
-		errno = EBADF;
+	if (real_mprotect((void *)m->standby, m->extent, PROT_READ)) {
+		shim_say("%s: swap of %#lx failed: mprotect of the standby: %s",
+			 why, (unsigned long)m->start, strerror(errno));
 		return -1;
 	}
 	/* File offset 0 is at base: the same bytes, one step. */
-	if (real_mmap((void *)m->base, m->extent, PROT_READ,
-		      (m->flags & (MAP_TYPE | MAP_NORESERVE)) | MAP_FIXED,
-		      m->fd, 0) == MAP_FAILED) {
+	for (tries = 0; tries < 2 && r == MAP_FAILED; tries++)
+		r = real_mremap((void *)m->standby, m->extent, m->extent,
+				MREMAP_MAYMOVE | MREMAP_FIXED, (void *)m->base);
+	if (r == MAP_FAILED) {
+		int e = errno;
+
+		real_mprotect((void *)m->standby, m->extent, PROT_NONE);
 		shim_say("%s: swap of %#lx failed: %s", why,
-			 (unsigned long)m->start, strerror(errno));
+			 (unsigned long)m->start, strerror(e));
+		errno = e;
 		return -1;
 	}
 	for (k = 0; k < m->nlive; k++) {
@@ -239,15 +265,15 @@ static int swap(unsigned int i, const char *why)
 }
 
 /*
- * Swap every entry that overlaps [a, b); 0, or -1 with errno set at the
- * first that cannot be swapped.  Under table_lock.
+ * Swap every entry whose mount or standby [a, b) touches; 0, or -1 with
+ * errno set at the first that cannot be swapped.  Under table_lock.
  */
 static int swap_range(uintptr_t a, uintptr_t b, const char *why)
 {
 	unsigned int i = 0;
 
 	while (i < nmaps) {
-		if (!overlaps(&maps[i], a, b))
+		if (!touches(&maps[i], a, b))
 			i++;
 		else if (swap(i, why))
 			return -1;
@@ -255,13 +281,16 @@ static int swap_range(uintptr_t a, uintptr_t b, const char *why)
 	return 0;
 }
 
-/* The entry overlapping [a, b), or NULL.  Under table_lock. */
+/*
+ * An entry whose mount or standby [a, b) touches, or NULL (the standbys
+ * are not sorted: every entry is looked at).  Under table_lock.
+ */
 static struct shim_map *find(uintptr_t a, uintptr_t b)
 {
 	unsigned int i;
 
-	for (i = 0; i < nmaps && maps[i].base < b; i++)
-		if (overlaps(&maps[i], a, b))
+	for (i = 0; i < nmaps; i++)
+		if (touches(&maps[i], a, b))
 			return &maps[i];
 	return NULL;
 }
@@ -302,6 +331,21 @@ SHIM_EXPORT int munmap(void *addr, size_t len)
 	if (!count() || !span(addr, len, &a, &b))
 		return real_munmap(addr, len);
 	pthread_mutex_lock(&table_lock);
+	/*
+	 * A range over a standby: swap those entries first, so that the
+	 * kernel never unmaps a standby under the shim (the swap would move
+	 * whatever came there next).  Rare: the program does not know the
+	 * standby, only a wide munmap reaches it.
+	 */
+	while (i < nmaps) {
+		if (!in_standby(&maps[i], a, b)) {
+			i++;
+		} else if (swap(i, "munmap over a standby")) {
+			pthread_mutex_unlock(&table_lock);
+			return -1;
+		}
+	}
+	i = 0;
 	cur = a;
 	while (i < nmaps && maps[i].base < b) {
 		struct shim_map *m = &maps[i];
@@ -334,6 +378,7 @@ SHIM_EXPORT int munmap(void *addr, size_t len)
 			 "extent unmapped", (unsigned long)a, (unsigned long)b,
 			 (unsigned long)m->start, (unsigned long)m->end);
 		real_munmap((void *)m->base, m->extent);
+		real_munmap((void *)m->standby, m->extent);
 		drop(i);
 	}
 	if (cur < b && real_munmap((void *)cur, b - cur)) {

@@ -17,6 +17,11 @@
  *   mappings, mprotect/madvise/mremap/MAP_FIXED (the swap to an ordinary
  *   mapping: private writes stay private, EACCES for a shared O_RDONLY
  *   one), fork, threads, errno kept, MORSEL_PRELOAD_STATS, Python's mmap.
+ * - What the shim must never do to the program: drop its POSIX record
+ *   locks (a fall-back without a daemon, a refusal, the cached path, a
+ *   swap, munmap, exec), close a descriptor of its own that reuses a
+ *   number the shim once had, or let the program's calls reach the
+ *   shim's standby mapping unnoticed.
  *
  * How it runs: started plainly, main() starts a morsel-cached of its own
  * (socket /tmp/preload_test.sock, cache in $MORSEL_MNT/preload-cache,
@@ -164,6 +169,33 @@ static int is_cached(const void *addr)
 	       v.path[n] == '/';
 }
 
+/*
+ * The shim's standby mapping of @path (an inaccessible mapping of the
+ * file, "---p" or "---s"): 0 and *@v, or -1 if there is none.
+ */
+static int standby_of(const char *path, struct vma *v)
+{
+	char line[PATH_MAX + 128], perms[8];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = -1, n;
+
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		n = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &v->start,
+			   &v->end, perms, &n) < 3 || !n ||
+		    strncmp(perms, "---", 3))
+			continue;
+		v->path[0] = 0;
+		sscanf(line + n, "%[^\n]", v->path);
+		if (!strcmp(v->path, path))
+			found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
 /* Is @addr in an ordinary mapping of @path? */
 static int is_file(const void *addr, const char *path)
 {
@@ -273,9 +305,104 @@ static int run_child(const char *mode, const char *file,
 	return run(argv, env, out, room);
 }
 
+/* ---- POSIX record locks ---- */
+
+/* Take a read lock on byte 0 of @fd (F_SETLK); 0 or -1. */
+static int rdlock_byte0(int fd)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET,
+			    .l_start = 0, .l_len = 1 };
+
+	return fcntl(fd, F_SETLK, &fl);
+}
+
+/*
+ * Is byte 0 of @path locked against another process?  A child tries
+ * F_SETLK F_WRLCK on it: 1 if refused (EAGAIN or EACCES), 0 if it got the
+ * lock (ours is gone), -1 if something else failed.
+ */
+static int locked_for_others(const char *path)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+				    .l_start = 0, .l_len = 1 };
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		if (fd < 0)
+			_exit(3);
+		if (!fcntl(fd, F_SETLK, &fl))
+			_exit(0);
+		_exit(errno == EAGAIN || errno == EACCES ? 1 : 2);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) > 1)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* locked_for_others(@path) as a word for a child's output. */
+static const char *lock_word(const char *path)
+{
+	switch (locked_for_others(path)) {
+	case 1:
+		return "held";
+	case 0:
+		return "LOST";
+	}
+	return "error";
+}
+
+/*
+ * --child lock FILE: open FILE O_RDONLY, take a read lock on byte 0, map
+ * it whole, read-only and shared, then unmap it; print whether another
+ * process finds the lock held at each step ("before: held", "mmap: held",
+ * "munmap: held"; LOST if not) and how the mapping was made.
+ * --child lock-exec FILE: the same up to the mmap, then exec
+ * --child lock-check FILE, which prints "after exec: held" (or LOST).
+ * POSIX locks survive exec; the descriptor is not O_CLOEXEC (closing it
+ * would drop the lock).
+ */
+static int lock_main(const char *mode, const char *file)
+{
+	struct stat st;
+	uint8_t *p;
+	int fd;
+
+	if (!strcmp(mode, "lock-check")) {
+		printf("after exec: %s\n", lock_word(file));
+		return 0;
+	}
+	fd = open(file, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) || rdlock_byte0(fd))
+		return 3;
+	printf("before: %s\n", lock_word(file));
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 4;
+	printf("%s\n", is_cached(p) ? "cached" : is_file(p, file) ?
+	       "ordinary" : "unknown");
+	if (check_bytes(p, 0, st.st_size, st.st_size) >= 0)
+		return 5;
+	printf("mmap: %s\n", lock_word(file));
+	if (!strcmp(mode, "lock-exec")) {
+		fflush(stdout);
+		execl("/proc/self/exe", "preload_test", "--child", "lock-check",
+		      file, (char *)NULL);
+		return 6;
+	}
+	if (munmap(p, st.st_size))
+		return 7;
+	printf("munmap: %s\n", lock_word(file));
+	return 0;
+}
+
 /*
  * --child map FILE: map FILE whole, read-only and shared, check its bytes
  * and errno; print "cached" or "ordinary", "errno kept" or not.
+ * --child lock..., see lock_main().
  */
 static int child_main(const char *mode, const char *file)
 {
@@ -283,6 +410,8 @@ static int child_main(const char *mode, const char *file)
 	uint8_t *p;
 	int fd;
 
+	if (!strncmp(mode, "lock", 4))
+		return lock_main(mode, file);
 	if (strcmp(mode, "map"))
 		return 2;
 	fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -535,6 +664,29 @@ TEST(fallback_daemon_absent)
 	ASSERT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
 }
 
+/*
+ * Review 2026-11b H6, appendix B: a program holds a POSIX read lock on
+ * the file it maps.  With no daemon the shim falls back; another process
+ * must still be refused the write lock after the mmap and after the
+ * munmap.  (The shim used to close a dup of the fd on the fall-back, and
+ * close() of any descriptor of a file drops every POSIX lock the process
+ * holds on it.)
+ */
+TEST(fallback_daemon_absent_keeps_posix_locks)
+{
+	const char *env[] = { "MORSEL_CACHED_SOCKET=/tmp/preload_test.none", NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("lock_absent"), BIG));
+	ASSERT_EQ(0, run_child("lock", tpath("lock_absent"), env, out,
+			       sizeof(out))) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "fallback: no daemon")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "before: held\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "mmap: held\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "munmap: held\n")) TH_LOG("%s", out);
+}
+
 TEST(fallback_daemon_refuses)
 {
 	/* Larger than the daemon's budget (128M): a sparse file. */
@@ -553,6 +705,30 @@ TEST(fallback_daemon_refuses)
 	ASSERT_SAID("fallback: daemon refused");
 	ASSERT_TRUE(is_file(p, tpath("huge")));
 	ASSERT_EQ(0, p[100 * MiB]);
+}
+
+/* The same through a refusal of the daemon (over its budget). */
+TEST(fallback_daemon_refuses_keeps_posix_locks)
+{
+	char path[PATH_MAX];
+	uint8_t *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s", tpath("lock_huge"));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 200 * MiB));
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, rdlock_byte0(fd));
+	ASSERT_EQ(1, locked_for_others(path));
+	p = map(200 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_SAID("fallback: daemon refused");
+	ASSERT_EQ(1, locked_for_others(path));
+	ASSERT_EQ(0, munmap(p, 200 * MiB));
+	ASSERT_EQ(1, locked_for_others(path));
 }
 
 TEST(fallback_disabled)
@@ -750,8 +926,9 @@ TEST(cached_other_advice_swaps)
 }
 
 /*
- * A program that closes every descriptor it does not know: the swap has
- * no file left (EBADF, nothing changes), and the shim's connection is made
+ * A program that closes every descriptor it does not know: the shim keeps
+ * none of the program's file (the swap moves its standby mapping, which
+ * needs none), so the swap still works, and the shim's connection is made
  * again for the next mmap.
  */
 TEST(cached_program_closes_the_shims_fds)
@@ -764,16 +941,140 @@ TEST(cached_program_closes_the_shims_fds)
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_TRUE(is_cached(p));
 	ASSERT_EQ(0, close_range(3, ~0U, 0));
-	ASSERT_ERRNO(EBADF, CAPTURE(mprotect(p, PG, PROT_READ | PROT_WRITE)));
-	ASSERT_SAID("cannot swap");
-	ASSERT_TRUE(is_cached(p));
-	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	ASSERT_EQ(0, CAPTURE(mprotect(p, PG, PROT_READ | PROT_WRITE)));
+	ASSERT_SAID("mprotect: swap");
+	ASSERT_TRUE(is_file(p, tpath("closeall")));
+	p[1] = ~pat(1);
+	ASSERT_EQ((uint8_t)~pat(1), p[1]);
+	ASSERT_EQ(-1, check_bytes(p + PG, PG, BIG - PG, BIG));
 	fd = open(tpath("closeall"), O_RDONLY | O_CLOEXEC);
 	q = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, q);
 	ASSERT_TRUE(is_cached(q)) TH_LOG("%s", dbg);
 	ASSERT_EQ(0, munmap(p, BIG));
 	ASSERT_EQ(0, munmap(q, BIG));
+}
+
+/*
+ * Review 2026-11b M3: a program closes every descriptor above 2 and opens
+ * new ones, which get the low numbers again; the munmap of a cached range
+ * must close none of them.  (The shim used to close the number its dup
+ * had, whatever it was by then.)
+ */
+TEST(cached_munmap_keeps_a_reused_descriptor)
+{
+	int fd = open_pattern("reuse", BIG, O_RDONLY), fds[64], i;
+	struct stat want, st;
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pattern_file(tpath("reuse_other"), PG));
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, close_range(3, ~0U, 0));
+	for (i = 0; i < 64; i++) {
+		fds[i] = open(tpath("reuse_other"), O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fds[i]);
+	}
+	ASSERT_EQ(0, fstat(fds[0], &want));
+	ASSERT_EQ(0, CAPTURE(munmap(p, BIG)));
+	ASSERT_SAID("extent unmapped");
+	for (i = 0; i < 64; i++) {
+		ASSERT_EQ(0, fstat(fds[i], &st))
+			TH_LOG("the program's descriptor %d was closed", fds[i]);
+		ASSERT_EQ(want.st_ino, st.st_ino);
+	}
+}
+
+/*
+ * The program's POSIX read lock on a cached file holds through the cached
+ * mmap, a partial and a full munmap, and a swap (review 2026-11b H6).
+ */
+TEST(cached_keeps_posix_locks)
+{
+	int fd = open_pattern("lock_cached", BIG, O_RDONLY);
+	char path[PATH_MAX];
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	snprintf(path, sizeof(path), "%s", tpath("lock_cached"));
+	ASSERT_EQ(0, rdlock_byte0(fd));
+	ASSERT_EQ(1, locked_for_others(path));
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(1, locked_for_others(path));
+	ASSERT_EQ(0, munmap(p + MiB, MiB));
+	ASSERT_EQ(1, locked_for_others(path));
+	ASSERT_EQ(0, CAPTURE(munmap(p, BIG)));
+	ASSERT_SAID("extent unmapped");
+	ASSERT_EQ(1, locked_for_others(path));
+	/* A swap, then the munmap of the ordinary mapping. */
+	p = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, CAPTURE(mprotect(p, PG, PROT_READ | PROT_WRITE)));
+	ASSERT_SAID("mprotect: swap");
+	ASSERT_EQ(1, locked_for_others(path));
+	ASSERT_EQ(0, munmap(p, BIG));
+	ASSERT_EQ(1, locked_for_others(path));
+}
+
+/*
+ * POSIX locks survive exec; a cached mapping at the time of the exec must
+ * not change that (the shim's O_CLOEXEC dup used to be closed by the exec,
+ * which dropped the lock).
+ */
+TEST(cached_exec_keeps_posix_locks)
+{
+	const char *const env[] = { NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("lock_exec"), BIG));
+	ASSERT_EQ(0, run_child("lock-exec", tpath("lock_exec"), env, out,
+			       sizeof(out))) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "cached\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "mmap: held\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "after exec: held\n")) TH_LOG("%s", out);
+}
+
+/*
+ * The standby (the ordinary PROT_NONE mapping of the file that the swap
+ * moves over the mount) is the shim's: a program's munmap or MAP_FIXED
+ * mmap over it swaps the cached mapping first, and the program's bytes
+ * stay.
+ */
+TEST(cached_calls_over_the_standby_swap)
+{
+	int fd = open_pattern("standby", BIG, O_RDONLY);
+	struct vma v;
+	uint8_t *p, *a;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, standby_of(tpath("standby"), &v));
+	ASSERT_EQ(morsel_order_extent(2), v.end - v.start);
+	ASSERT_EQ(0, CAPTURE(munmap((void *)v.start, PG)));
+	ASSERT_SAID("munmap over a standby: swap");
+	ASSERT_TRUE(is_file(p, tpath("standby")));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+	ASSERT_EQ(-1, standby_of(tpath("standby"), &v));
+	ASSERT_EQ(0, munmap(p, BIG));
+
+	p = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_EQ(0, standby_of(tpath("standby"), &v));
+	a = CAPTURE(mmap((void *)(v.start + MiB), PG, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	ASSERT_EQ((void *)(v.start + MiB), a);
+	ASSERT_SAID("mmap MAP_FIXED: swap");
+	a[0] = 1;
+	ASSERT_TRUE(is_file(p, tpath("standby")));
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
 }
 
 TEST(cached_mremap_swaps)
