@@ -27,9 +27,11 @@
  *   pgtables_bytes accounting as a normal fault), populates the morsel
  *   and writes the mount entry.  The generic path never allocates a table
  *   inside a morsel, so an order-3/4 morsel needs only its root table.
- * - munmap, exit, MAP_FIXED over the VMA, mremap:
- *   ->pgtable_unmount clears the mount and flushes the mm's TLB before
- *   generic code zaps, frees or moves tables, so they see an empty entry.
+ * - munmap, exit, MAP_FIXED over the VMA, unmap_mapping_range, mremap:
+ *   ->pgtable_unmount clears the mount and flushes the mm's TLB; generic
+ *   code then frees or moves the process's tables, which hold an empty
+ *   entry, and never zaps below it (patch 0003 skips the zap for such a
+ *   VMA: a fault may mount again right after the hook).
  * - fork: the patched vma_needs_copy() does not copy the VMA's tables.
  * - GUP: ->find_special_page names the page behind a leaf (kernel patch
  *   0005 lets GUP use it); GUP-fast refuses the special leaves, so the slow
@@ -58,8 +60,9 @@
  * entry is owned by this VMA alone (the VMA spans the whole entry): a
  * fault writes it with a cmpxchg from 0 and unmount clears it with a
  * cmpxchg from the morsel's own root, so neither trusts a flag and a fault
- * racing an unmount (the hook contract allows zap_page_range_single, which
- * holds no VMA write lock) at worst refaults.  The VMA's order
+ * racing an unmount (unmap_mapping_range holds no lock that keeps faults
+ * out) at worst refaults; nothing walks below the entry after the unmount.
+ * An order-0 copy is cleared under its process PTE table's lock (GUP).  The VMA's order
  * (map->order) never changes, and the morsel's order cannot fall below it
  * while the VMA exists (nr_maps > 0).
  *
@@ -386,23 +389,18 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 }
 
 /*
- * Clear the mount entry, but only if it mounts this morsel: any other entry
- * would be a process table that generic code must free (and would be a
- * bug, reported).
+ * Clear @map's mount entry *@slot, but only if it mounts this morsel: any
+ * other entry would be a process table that generic code must free (and
+ * would be a bug, reported).  Return: whether it cleared one.
  */
-static void morsel_pgtable_unmount(struct vm_area_struct *vma,
-				   unsigned long start, unsigned long end)
+static bool unmount_slot(struct vm_area_struct *vma, struct morsel_map *map,
+			 mentry_t *slot)
 {
-	struct morsel_map *map = vma_map(vma);
-	mentry_t *slot, cur;
+	mentry_t cur = READ_ONCE(*slot);
 
-	slot = mount_slot(vma->vm_mm, vma->vm_start, map->order, false);
-	if (!slot)
-		return;
-	cur = READ_ONCE(*slot);
 	do {
 		if (!cur)
-			return;
+			return false;
 		/*
 		 * An order-0 entry is a leaf copy, maybe of a page that
 		 * eviction just took out: the slot is this VMA's alone.
@@ -412,12 +410,49 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 					       true)) & PTE_PFN_MASK)) {
 			pr_err_ratelimited("morsel: foreign entry %llx at %lx kept\n",
 					   cur, vma->vm_start);
-			return;
+			return false;
 		}
 	} while (!try_cmpxchg64(slot, &cur, 0));
 	WRITE_ONCE(map->mounted, false);
-	flush_tlb_mm_range(vma->vm_mm, vma->vm_start, vma->vm_end,
-			   PAGE_SHIFT, true);
+	return true;
+}
+
+/*
+ * Clear the mount entry and flush the mm's TLB.  Kernel patch 0003 calls
+ * this instead of the generic zap (munmap, exit, unmap_mapping_range) and
+ * before move_page_tables (mremap): nothing below the mount is the VMA's.
+ *
+ * An order-0 copy lives in a process PTE table, and GUP's slow path holds
+ * that table's lock from reading the copy until it has taken the page:
+ * the copy is cleared under the lock, so an eviction (tree.c), which
+ * releases the page after this returns, waits for a GUP in flight.
+ */
+static void morsel_pgtable_unmount(struct vm_area_struct *vma,
+				   unsigned long start, unsigned long end)
+{
+	struct morsel_map *map = vma_map(vma);
+	struct mm_struct *mm = vma->vm_mm;
+	mentry_t *slot;
+	spinlock_t *ptl;
+	bool cleared;
+
+	slot = mount_slot(mm, vma->vm_start, map->order, false);
+	if (!slot)
+		return;
+	if (map->order) {
+		cleared = unmount_slot(vma, map, slot);
+	} else {
+		/*
+		 * The PTE table stays while the VMA does: the caller holds
+		 * mmap_lock or i_mmap_rwsem, which free_pgtables() needs.
+		 */
+		ptl = pte_lockptr(mm, pmd_off(mm, vma->vm_start));
+		spin_lock(ptl);
+		cleared = unmount_slot(vma, map, slot);
+		spin_unlock(ptl);
+	}
+	if (cleared)
+		flush_tlb_mm_range(mm, vma->vm_start, vma->vm_end, PAGE_SHIFT, true);
 }
 
 /* GUP's slow path asks this for the page behind a (special) leaf PTE. */

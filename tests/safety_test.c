@@ -543,4 +543,91 @@ TEST(memcg_charged_by_populating_task)
 	rmdir(CG "/morsel-test");
 }
 
+/* ---- H4 (review 2026-11b): punch and EVICT against faults ---- */
+
+#define RACE_ROUNDS	4000
+#define RACE_PROCS	4
+
+static char race_byte(unsigned int page)
+{
+	return 'A' + page % 26;
+}
+
+/*
+ * A page-by-page mapping makes punch and EVICT call
+ * unmap_mapping_range(), which visits the mounted VMAs too.  A fault that
+ * mounted again between the unmount hook and the generic zap let the zap
+ * walk into the shared tables: it cleared shared leaves, dropped
+ * references it never held ("Bad page map", "Bad page state") and lost
+ * other mappers' data.  Here fork children keep faulting the punched page
+ * in and check every other page, their own pages included, while the
+ * parent punches and evicts it; vm/run fails the run on any kernel report.
+ */
+TEST(punch_evict_fault_race_keeps_data)
+{
+	struct morsel_range r = { .offset = 2 * PG, .length = PG };
+	int fd = fresh(mpath("race"), 2 * MiB), i, status, round;
+	pid_t pids[RACE_PROCS];
+	volatile int *stop;
+	char page[PG], *priv;
+	unsigned int k;
+
+	ASSERT_LE(0, fd);
+	for (k = 0; k < 64; k++) {
+		memset(page, race_byte(k), PG);
+		ASSERT_EQ((ssize_t)PG, pwrite(fd, page, PG, k * PG));
+	}
+	priv = mmap(NULL, PG, PROT_READ, MAP_PRIVATE, fd, PG);	/* page by page */
+	ASSERT_NE(MAP_FAILED, priv);
+	ASSERT_EQ(race_byte(1), priv[0]);
+	stop = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, stop);
+	for (i = 0; i < RACE_PROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i]) {
+			volatile char *q = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE,
+						MAP_SHARED, fd, 0);
+			volatile char *mine;
+			unsigned long n = 0;
+
+			if (q == MAP_FAILED)
+				_exit(2);
+			mine = q + (100 + i) * PG;
+			while (!*stop) {
+				q[2 * PG + n % 64] = 1;		/* refault, mount again */
+				*mine = (char)n;
+				for (k = 0; k < 64; k++)
+					if (k != 2 && q[k * PG + n % PG] != race_byte(k))
+						_exit(3);
+				if (*mine != (char)n)
+					_exit(4);
+				n++;
+			}
+			_exit(0);
+		}
+	}
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		int ret = round % 2 ?
+			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 2 * PG, PG) :
+			ioctl(fd, MORSEL_IOC_EVICT, &r);
+
+		ASSERT_EQ(0, ret) TH_LOG("round %d: %s", round, strerror(errno));
+	}
+	*stop = 1;
+	for (i = 0; i < RACE_PROCS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("child %d: status %#x", i, status);
+	}
+	for (k = 0; k < 64; k++) {
+		ASSERT_EQ((ssize_t)PG, pread(fd, page, PG, k * PG));
+		if (k != 2) {
+			EXPECT_EQ(race_byte(k), page[PG - 1]) TH_LOG("page %u", k);
+		}
+	}
+	munmap(priv, PG);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
