@@ -848,7 +848,8 @@ static int morsel_get_tree(struct fs_context *fc)
 /*
  * remount: new limits, never below what is in use (-EINVAL); mode=, uid=
  * and gid= change the root directory (of the instance, also when the
- * mount is a bind mount of a subdirectory).
+ * mount is a bind mount of a subdirectory).  None of them on a persistent
+ * instance (-EINVAL).
  */
 static int morsel_reconfigure(struct fs_context *fc)
 {
@@ -857,6 +858,14 @@ static int morsel_reconfigure(struct fs_context *fc)
 	struct morsel_opts *o = fc->fs_private;
 	struct inode *root = d_inode(sb->s_root);
 
+	/*
+	 * A persistent instance: the device is the limit, and the root
+	 * directory's mode and owner are on the device (chmod, chown); a
+	 * remount that set them in memory would be undone by the next mount.
+	 */
+	if (sbi->pm && (o->has_blocks || o->has_inodes || o->has_mode ||
+			o->has_uid || o->has_gid))
+		return invalfc(fc, "a persistent instance takes no size=, nr_inodes=, mode=, uid= or gid=");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");

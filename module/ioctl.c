@@ -18,6 +18,7 @@
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/fsnotify.h>
 #include <linux/mman.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -70,8 +71,12 @@ static long check_range(struct inode *inode, const struct morsel_range *r)
 	return 0;
 }
 
-/* POPULATE or EVICT a checked range, under the locks named at the top. */
-static long ioc_range(struct morsel *m, struct inode *inode,
+/*
+ * POPULATE or EVICT a checked range, under the locks named at the top.
+ * EVICT changes the contents as a hole punch does: it updates mtime and
+ * ctime, drops setuid/setgid (file_modified) and tells fsnotify.
+ */
+static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
 		      struct morsel_range __user *arg, bool evict)
 {
 	struct morsel_range r;
@@ -84,11 +89,15 @@ static long ioc_range(struct morsel *m, struct inode *inode,
 	else
 		inode_lock_shared(inode);
 	err = check_range(inode, &r);
-	if (!err && evict)
-		err = morsel_evict(inode, i_size_read(inode), r.offset,
-				   min_t(u64, r.offset + r.length,
-					 i_size_read(inode)));
-	else if (!err)
+	if (!err && evict) {
+		err = file_modified(file);
+		if (!err)
+			err = morsel_evict(inode, i_size_read(inode), r.offset,
+					   min_t(u64, r.offset + r.length,
+						 i_size_read(inode)));
+		if (!err)
+			fsnotify_modify(file);
+	} else if (!err)
 		err = morsel_populate_range(m, r.offset, r.offset + r.length);
 	if (evict)
 		inode_unlock(inode);
@@ -248,7 +257,7 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	switch (cmd) {
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
-		return ioc_range(m, inode, uarg, cmd == MORSEL_IOC_EVICT);
+		return ioc_range(m, file, inode, uarg, cmd == MORSEL_IOC_EVICT);
 	case MORSEL_IOC_SET_MIN_ORDER:
 		return ioc_min_order(inode, uarg);
 	default:

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The store log of persistent devices, for crash testing (tests/pm_crash):
- * /sys/fs/morselfs/pm_log, root only.  Writing "start N" arms a log of N
+ * /sys/fs/morselfs/pm_log, root only, and only when the module is loaded
+ * with pm_log=1 (the test VM does; a production module has no log, and
+ * its stores only test a flag that is never set).  Writing "start N" arms a log of N
  * bytes, "mark" appends an operation boundary, "stop" disarms it (and
  * fails with EFBIG if the log overflowed); reading returns what was
  * logged since "start": records of struct mpm_log_rec, each followed by
@@ -18,6 +20,7 @@
  */
 #include <linux/fs.h>
 #include <linux/kobject.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/sysfs.h>
@@ -27,6 +30,9 @@
 #include "pm_log.h"
 
 bool morsel_pm_log_on;
+static bool pm_log;
+module_param(pm_log, bool, 0444);
+MODULE_PARM_DESC(pm_log, "offer /sys/fs/morselfs/pm_log, the store log for crash tests");
 static DEFINE_SPINLOCK(log_lock);
 static DEFINE_MUTEX(log_mutex);		/* start, stop, read */
 static u8 *log_buf;
@@ -165,12 +171,13 @@ static BIN_ATTR(pm_log, 0600, pm_log_read, pm_log_write, 0);
 
 int morsel_pm_log_init(struct kobject *kobj)
 {
-	return sysfs_create_bin_file(kobj, &bin_attr_pm_log);
+	return pm_log ? sysfs_create_bin_file(kobj, &bin_attr_pm_log) : 0;
 }
 
 void morsel_pm_log_exit(struct kobject *kobj)
 {
-	sysfs_remove_bin_file(kobj, &bin_attr_pm_log);
+	if (pm_log)
+		sysfs_remove_bin_file(kobj, &bin_attr_pm_log);
 	vfree(log_buf);
 	log_buf = NULL;
 }

@@ -617,8 +617,9 @@ void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 				evicted_add(m, &ev, e);
 		}
 		spin_unlock(ptl);
+		/* Device pages go table by table: flush just this table's range. */
 		if (m->pm)
-			evicted_release(m, &ev, mapping, first, end);
+			evicted_release(m, &ev, mapping, off, stop);
 		cond_resched();
 	}
 	evicted_release(m, &ev, mapping, first, end);

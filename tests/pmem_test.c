@@ -445,6 +445,16 @@ TEST_F(pm, refused_inputs)
 	EXPECT_NE(0, run("tools/morsel mkfs -f $MORSEL_PMEM 2> /dev/null"));
 	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, opts));
 	EXPECT_EQ(EINVAL, errno);
+	/* Limits and root attributes are the device's (review L4). */
+	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, "size=1g"));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, "nr_inodes=10"));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, "mode=0700"));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, "uid=1"));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, mount("none", DIR, NULL, MS_REMOUNT, ""));
 	/* Not a DAX block device; no such file. */
 	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, "pmem=/dev/null"));
 	EXPECT_EQ(ENOTBLK, errno);

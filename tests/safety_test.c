@@ -630,4 +630,80 @@ TEST(punch_evict_fault_race_keeps_data)
 	close(fd);
 }
 
+/* ---- L1 (review 2026-11b): EVICT changes contents, so it is a modification ---- */
+
+/*
+ * EVICT zeroes pages as a hole punch does: it must update the times and
+ * drop setuid/setgid when a writer without CAP_FSETID does it (as
+ * fallocate(PUNCH_HOLE) does through file_modified()).
+ */
+TEST(evict_updates_times_and_drops_setuid)
+{
+	struct morsel_range r = { .offset = 0, .length = PG };
+	int fd = fresh(mpath("evict-suid"), 2 * PG), status;
+	struct stat before, after;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, pwrite(fd, "data", 4, 0));
+	ASSERT_EQ(0, fchmod(fd, 06777));
+	/* An mtime long past: any update shows. */
+	ASSERT_EQ(0, futimens(fd, (struct timespec[]){ { 1000, 0 }, { 1000, 0 } }));
+	ASSERT_EQ(0, fstat(fd, &before));
+	ASSERT_EQ(06777, before.st_mode & 07777);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int wfd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		wfd = open(mpath("evict-suid"), O_RDWR);
+		_exit(wfd < 0 ? 3 : ioctl(wfd, MORSEL_IOC_EVICT, &r) ? 4 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("status %#x", status);
+	ASSERT_EQ(0, fstat(fd, &after));
+	EXPECT_EQ(0, after.st_mode & (S_ISUID | S_ISGID)) TH_LOG("mode %o", after.st_mode);
+	EXPECT_LT(1000, after.st_mtim.tv_sec);
+	EXPECT_LE(before.st_ctim.tv_sec, after.st_ctim.tv_sec);
+	close(fd);
+}
+
+/* ---- L12 (review 2026-11b): an eviction flushes each range once ---- */
+
+/*
+ * Device pages (a persistent instance) are released table by table; each
+ * release used to flush and invalidate the whole evicted range, once per
+ * PTE table.  The mapper's notifier now sees each byte at most about once
+ * (volatile morsels flush once for the whole range anyway).
+ */
+TEST(evict_flushes_each_range_once)
+{
+	int probe = probe_open(), fd = fresh(mpath("flush-once"), 16 * MiB);
+	struct morsel_range r = { .offset = 2 * MiB, .length = 8 * MiB };
+	struct probe_notifier before, after;
+	char *p;
+
+	ASSERT_LE(0, probe);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 1 * GiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 'F', 16 * MiB);
+	notifier_seen(probe, &before);
+	ASSERT_NE(~0ULL, before.starts);
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_EVICT, &r));
+	notifier_seen(probe, &after);
+	TH_LOG("%llu invalidations, %llu bytes", (unsigned long long)(after.starts - before.starts),
+	       (unsigned long long)(after.bytes - before.bytes));
+	EXPECT_LT(before.starts, after.starts);
+	EXPECT_LE(after.bytes - before.bytes, r.length + 2 * MiB);
+	EXPECT_GE(after.bytes - before.bytes, r.length);
+	EXPECT_EQ(0, p[r.offset]);
+	EXPECT_EQ('F', p[r.offset + r.length]);
+	EXPECT_EQ(0, munmap(p, 1 * GiB));
+	close(fd);
+	close(probe);
+}
+
 TEST_HARNESS_MAIN

@@ -98,6 +98,7 @@ static int probe_range_start(struct mmu_notifier *mn,
 		pf->seen.lo = range->start;
 	if (range->end > pf->seen.hi)
 		pf->seen.hi = range->end;
+	pf->seen.bytes += range->end - range->start;
 	pf->seen.starts++;
 	spin_unlock(&pf->lock);
 	return 0;

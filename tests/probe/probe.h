@@ -34,13 +34,15 @@ struct probe_pfnmap {
 /*
  * PROBE_IOC_NOTIFIER: registers (once per open file) an mmu notifier on
  * the caller's mm and reports what it has seen since: invalidations
- * (range_start calls) and the union of their ranges; ends must match.
+ * (range_start calls), the union of their ranges and the sum of their
+ * lengths; ends must match.
  */
 struct probe_notifier {
 	__u64 starts;
 	__u64 ends;
 	__u64 lo;
 	__u64 hi;
+	__u64 bytes;
 };
 
 #define PROBE_IOC_MAGIC		0xBA
