@@ -36,6 +36,7 @@
  * mount, unmount and the reaping work sleep).
  */
 #include <linux/blkdev.h>
+#include <linux/cc_platform.h>
 #include <linux/dax.h>
 #include <linux/fs.h>
 #include <linux/libnvdimm.h>
@@ -842,6 +843,15 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	long avail;
 	int id, err;
 
+	/*
+	 * With memory encryption (SME, SEV, TDX) the leaves carry the C-bit,
+	 * which the format would read as an address bit (review L2): a
+	 * device written there could not be mounted anywhere else.
+	 */
+	if (cc_platform_has(CC_ATTR_MEM_ENCRYPT)) {
+		pr_err("morselfs: persistent instances are not supported with memory encryption\n");
+		return -EOPNOTSUPP;
+	}
 	pm = kzalloc(sizeof(*pm), GFP_KERNEL);
 	if (!pm)
 		return -ENOMEM;
