@@ -97,8 +97,9 @@ static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
 						 i_size_read(inode)));
 		if (!err)
 			fsnotify_modify(file);
-	} else if (!err)
+	} else if (!err) {
 		err = morsel_populate_range(m, r.offset, r.offset + r.length);
+	}
 	if (evict)
 		inode_unlock(inode);
 	else

@@ -433,7 +433,7 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 	struct morsel_map *map = vma_map(vma);
 	struct mm_struct *mm = vma->vm_mm;
 	mentry_t *slot;
-	spinlock_t *ptl;
+	spinlock_t *ptl;	/* an order-0 copy's PTE table lock */
 	bool cleared;
 
 	slot = mount_slot(mm, vma->vm_start, map->order, false);
