@@ -865,7 +865,7 @@ static int morsel_reconfigure(struct fs_context *fc)
 	 */
 	if (sbi->pm && (o->has_blocks || o->has_inodes || o->has_mode ||
 			o->has_uid || o->has_gid))
-		return invalfc(fc, "a persistent instance takes no size=, nr_inodes=, mode=, uid= or gid=");
+		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
