@@ -447,6 +447,29 @@ out:
 	return err;
 }
 
+/*
+ * fsync, fdatasync, msync(MS_SYNC): nothing to do in RAM, nor on a
+ * persistent instance whose platform flushes CPU caches on power loss
+ * (eADR).  Otherwise (ADR) the populated pages of the range are written
+ * back: data stored through mappings passes no helper that could (review
+ * 2026-11b, M6).  Metadata and write(2) data were written back as stored.
+ */
+static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasync)
+{
+	struct inode *inode = file_inode(file);
+	struct morsel *m = inode->i_private;
+	loff_t size;
+
+	if (!m->pm || !morsel_pm_flushes(m->pm))
+		return 0;
+	inode_lock_shared(inode);
+	size = i_size_read(inode);
+	if (start < size)
+		morsel_writeback(m, start, min_t(u64, (u64)end + 1, PAGE_ALIGN(size)));
+	inode_unlock_shared(inode);
+	return 0;
+}
+
 const struct file_operations morsel_fops = {
 	.owner = THIS_MODULE,
 	.llseek = generic_file_llseek,
@@ -460,5 +483,5 @@ const struct file_operations morsel_fops = {
 	.fallocate = morsel_fallocate,
 	.unlocked_ioctl = morsel_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.fsync = noop_fsync,
+	.fsync = morsel_fsync,
 };

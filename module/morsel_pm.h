@@ -15,6 +15,8 @@ u64 morsel_pm_xchg(struct morsel_pm *pm, u64 *word, u64 val);
 bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new);
 
 void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len);
+bool morsel_pm_flushes(struct morsel_pm *pm);
+void morsel_pm_writeback(struct morsel_pm *pm, void *addr);
 
 /* Pages of the device: zeroed on allocation; NULL when it is full. */
 struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm);

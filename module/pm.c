@@ -166,6 +166,21 @@ void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len)
 		morsel_pm_log_written(pm_offset(pm, addr), addr, len);
 }
 
+/*
+ * Whether data written through mappings must be written back by fsync:
+ * the platform does not flush CPU caches on power loss (ADR).
+ */
+bool morsel_pm_flushes(struct morsel_pm *pm)
+{
+	return pm->flush;
+}
+
+/* Write one page's cache lines back (fsync on ADR); the caller fences. */
+void morsel_pm_writeback(struct morsel_pm *pm, void *addr)
+{
+	arch_wb_cache_pmem(addr, PAGE_SIZE);
+}
+
 /* pm_check.c's environment in the kernel. */
 void mpm_store(struct mpm_fs *fs, __u64 *word, __u64 val)
 {

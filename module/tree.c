@@ -447,6 +447,31 @@ struct page *morsel_lookup(struct morsel *m, u64 off)
 }
 
 /**
+ * morsel_writeback - write back the populated pages of [@start, @end)
+ *
+ * For fsync on a persistent instance whose platform does not flush CPU
+ * caches on power loss (ADR): stores through mappings pass no helper of
+ * ours, so their lines may still be in the caches.  Holes are skipped a
+ * missing table at a time.  The caller keeps the tree from shrinking.
+ */
+void morsel_writeback(struct morsel *m, u64 start, u64 end)
+{
+	u64 off = round_down(start, PAGE_SIZE);
+
+	while (off < end) {
+		u64 hole = PAGE_SIZE;
+		mentry_t leaf = 0;
+
+		if (walk(m, off, false, &hole, &leaf) && leaf)
+			morsel_pm_writeback(m->pm, page_address(entry_page(leaf)));
+		off = round_down(off, hole) + hole;
+		if (IS_ALIGNED(off, PMD_SIZE))
+			cond_resched();
+	}
+	wmb();	/* sfence: written back before fsync returns */
+}
+
+/**
  * morsel_zero_range - zero the bytes [@start, @end) of populated pages
  */
 void morsel_zero_range(struct morsel *m, u64 start, u64 end)
