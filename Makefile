@@ -188,6 +188,13 @@ fuzz: build
 pm-fuzz: build
 	@tests/pm_fuzz_run --time $${PM_FUZZ_TIME:-3600} --jobs 2 --corpus .build/pm-fuzz-corpus
 
+# 1000 rounds of bits flipped in a populated persistent device, each
+# mount refused unchanged or walked (pmem_test; make test runs 40).
+.PHONY: pmem-flips
+pmem-flips: build
+	@vm/run --mem 3G --pmem "$$(mktemp -u /tmp/morsel-pmem.XXXXXX):64M" -- \
+		env PMEM_FLIPS=$${PMEM_FLIPS:-1000} tests/pmem_test -t flipped_bits_refused_or_walkable
+
 .PHONY: powercut
 powercut: build
 	@tests/powercut --runs 100
