@@ -192,8 +192,9 @@ pm-fuzz: build
 # mount refused unchanged or walked (pmem_test; make test runs 40).
 .PHONY: pmem-flips
 pmem-flips: build
-	@vm/run --mem 3G --pmem "$$(mktemp -u /tmp/morsel-pmem.XXXXXX):64M" -- \
-		env PMEM_FLIPS=$${PMEM_FLIPS:-1000} tests/pmem_test -t flipped_bits_refused_or_walkable
+	@img=$$(mktemp -u /tmp/morsel-pmem.XXXXXX); \
+	vm/run --mem 3G --pmem "$$img:64M" -- env PMEM_FLIPS=$${PMEM_FLIPS:-1000} \
+		tests/pmem_test -t flipped_bits_refused_or_walkable; s=$$?; rm -f "$$img"; exit $$s
 
 .PHONY: powercut
 powercut: build
