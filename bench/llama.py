@@ -83,7 +83,9 @@ def run_once(variant, tokens, stats, llama_path, log):
     env = dict(os.environ, PYTHONPATH=llama_path,
                LD_PRELOAD=os.path.join(REPO, "preload", "libmorsel-preload.so"),
                MORSEL_CACHED_SOCKET=SOCK, MORSEL_PRELOAD_MIN_SIZE="64M",
-               MORSEL_PRELOAD_STATS=stats)
+               MORSEL_PRELOAD_STATS=stats,
+               # the model's directory: nothing writes it while mapped
+               MORSEL_PRELOAD_DIRS=os.path.dirname(os.path.realpath(MODEL)))
     if variant == "pagecache-populate":
         env["MORSEL_PRELOAD_DISABLE"] = "1"
     p = subprocess.run([PY, os.path.join(PROGS, "llama_check.py"), MODEL, "--tokens", str(tokens),

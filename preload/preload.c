@@ -7,22 +7,26 @@
  *
  * mmap(addr, len, PROT_READ, MAP_SHARED or MAP_PRIVATE [| harmless flags],
  * fd, off) of a regular file of at least MORSEL_PRELOAD_MIN_SIZE bytes,
- * open O_RDONLY, not on morselfs, off page aligned and off + len inside
- * the morsel's extent: the morsel is mounted whole and base + off is
- * returned.  Everything else, and every refusal of the daemon, goes to the
- * kernel unchanged (docs/preload.md lists the rules and the reasons).
- * table.c keeps what was mapped so and handles munmap, mprotect, madvise,
- * mremap and MAP_FIXED over it.
+ * open O_RDONLY, not on morselfs, whose bytes cannot change while it is
+ * mapped (unchanging(): sealed, fs-verity, a read-only file system type,
+ * or in a directory the user named in MORSEL_PRELOAD_DIRS), off page
+ * aligned and off + len inside the morsel's extent: the morsel is mounted
+ * whole and base + off is returned.  Everything else, and every refusal of
+ * the daemon, goes to the kernel unchanged (docs/preload.md lists the
+ * rules and the reasons).  table.c keeps what was mapped so and handles
+ * munmap, mprotect, madvise, mremap and MAP_FIXED over it.
  *
  * Environment (read once, at load): MORSEL_CACHED_SOCKET, the daemon's
  * socket; MORSEL_PRELOAD_MIN_SIZE, bytes with an optional K, M, G or T
- * suffix (default 64M); MORSEL_PRELOAD_DEBUG=1, one line on stderr per
- * decision (=2: anonymous mmaps too); MORSEL_PRELOAD_DISABLE=1, every call
- * goes to the kernel; MORSEL_PRELOAD_STATS=FILE, one line
- * "mmap <cached|real> <bytes> <ns>" appended per mmap of a file at or above
- * the threshold.  In secure-execution mode (AT_SECURE: setuid, setgid or
- * file capabilities, e.g. with the shim in /etc/ld.so.preload) all of them
- * are ignored and the defaults hold.
+ * suffix (default 64M); MORSEL_PRELOAD_DIRS, directories (separated by
+ * ':') whose files the user says do not change while mapped;
+ * MORSEL_PRELOAD_DEBUG=1, one line on stderr per decision (=2: anonymous
+ * mmaps too); MORSEL_PRELOAD_DISABLE=1, every call goes to the kernel;
+ * MORSEL_PRELOAD_STATS=FILE, one line "mmap <cached|real> <bytes> <ns>"
+ * appended per mmap of a file at or above the threshold.  In
+ * secure-execution mode (AT_SECURE: setuid, setgid or file capabilities,
+ * e.g. with the shim in /etc/ld.so.preload) all of them are ignored and
+ * the defaults hold.
  *
  * Descriptors: the shim never close()s a descriptor of the program's file
  * (that would drop the program's POSIX record locks on it; map_cached says
@@ -33,11 +37,14 @@
  * Locking: conn_lock serializes the daemon connection (one per process,
  * made again after fork: conn.pid); the table has its own lock (table.c).
  * Both are taken around fork.  The decisions that need no daemon take no
- * lock, and files below the threshold cost one fstat.
+ * lock, and files below the threshold cost one fstat.  The configuration
+ * (threshold, socket, dirs[]) is written only by the constructor, before
+ * any thread of the program runs, and read without a lock after.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,11 +64,37 @@
 #define HARMLESS_FLAGS (MAP_POPULATE | MAP_NORESERVE | MAP_NONBLOCK | \
 			MAP_STACK | MAP_DENYWRITE | MAP_EXECUTABLE | MAP_FILE)
 
+/* File systems that have no write path at all (statfs f_type). */
+#define SQUASHFS_MAGIC_ 0x73717368
+#define EROFS_MAGIC_ 0xE0F5E1E2
+#define ISOFS_MAGIC_ 0x9660
+#define CRAMFS_MAGIC_ 0x28cd3d45
+#define CRAMFS_MAGIC_WEND_ 0x453dcd28
+#define ROMFS_MAGIC_ 0x7275
+
+/* The seals that leave nothing of a memfd's bytes or size to change. */
+#define FROZEN_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)
+
+#ifndef STATX_ATTR_VERITY
+#define STATX_ATTR_VERITY 0x00100000
+#endif
+
 int shim_debug_on;
 static int enabled = 1;
 static uint64_t threshold = 64ULL << 20;
 static char socket_path[108] = MORSEL_CACHED_SOCKET;
 static char stats_path[4096];		/* empty: no statistics */
+
+/*
+ * MORSEL_PRELOAD_DIRS: the directories, canonical (realpath) where they
+ * exist, without a trailing '/' ("/" itself is the empty string); a file
+ * is in one when its name starts with it and a '/'.
+ */
+#define MAX_DIRS 32
+static char dirs_buf[4096];
+static const char *dirs[MAX_DIRS];
+static size_t dirs_len[MAX_DIRS];
+static unsigned int ndirs;
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -71,24 +104,39 @@ static struct {
 	ino_t ino;
 } conn = { .sock = -1 };
 
-void shim_say(const char *fmt, ...)
+static void say(const char *fmt, va_list ap)
 {
-	char buf[512];
-	va_list ap;
+	char buf[1024];
 	int n, err = errno;
 
-	if (!shim_debug_on)
-		return;
 	n = snprintf(buf, sizeof(buf), "morsel-preload[%d]: ", (int)getpid());
-	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
-	va_end(ap);
 	if (n > (int)sizeof(buf) - 1)
 		n = sizeof(buf) - 1;
 	buf[n++] = '\n';
 	if (write(2, buf, n) < 0)
 		errno = err;
 	errno = err;
+}
+
+void shim_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!shim_debug_on)
+		return;
+	va_start(ap, fmt);
+	say(fmt, ap);
+	va_end(ap);
+}
+
+void shim_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(fmt, ap);
+	va_end(ap);
 }
 
 static void fork_prepare(void)
@@ -119,6 +167,48 @@ static const char *shim_getenv(const char *name)
 	return secure_getenv(name);
 }
 
+/*
+ * MORSEL_PRELOAD_DIRS=@s: absolute directories separated by ':' (empty
+ * and relative entries are skipped).  Each is made canonical with
+ * realpath, as the names /proc/self/fd gives are; one that does not
+ * exist yet is kept as written, less trailing slashes.
+ */
+static void parse_dirs(const char *s)
+{
+	char one[PATH_MAX], real[PATH_MAX];
+	size_t used = 0, n;
+	const char *end, *d;
+
+	for (; *s; s = *end ? end + 1 : end) {
+		end = strchrnul(s, ':');
+		n = end - s;
+		if (!n)
+			continue;
+		if (*s != '/' || n >= sizeof(one)) {
+			shim_say("MORSEL_PRELOAD_DIRS: %.*s is not an absolute "
+				 "directory; skipped", (int)n, s);
+			continue;
+		}
+		memcpy(one, s, n);
+		one[n] = 0;
+		d = realpath(one, real) ? real : one;
+		n = strlen(d);
+		while (n && d[n - 1] == '/')
+			n--;
+		if (ndirs == MAX_DIRS || used + n + 1 > sizeof(dirs_buf)) {
+			shim_say("MORSEL_PRELOAD_DIRS: too many directories; "
+				 "%s and those after it skipped", one);
+			return;
+		}
+		memcpy(dirs_buf + used, d, n);
+		dirs_buf[used + n] = 0;
+		dirs[ndirs] = dirs_buf + used;
+		dirs_len[ndirs++] = n;
+		used += n + 1;
+		shim_say("MORSEL_PRELOAD_DIRS: %s", n ? dirs[ndirs - 1] : "/");
+	}
+}
+
 __attribute__((constructor)) static void shim_init(void)
 {
 	const char *s;
@@ -145,6 +235,9 @@ __attribute__((constructor)) static void shim_init(void)
 	s = shim_getenv("MORSEL_PRELOAD_STATS");
 	if (s && strlen(s) < sizeof(stats_path))
 		strcpy(stats_path, s);
+	s = shim_getenv("MORSEL_PRELOAD_DIRS");
+	if (s)
+		parse_dirs(s);
 	pthread_atfork(fork_prepare, fork_done, fork_done);
 	shim_say("loaded: %s, threshold %llu bytes, socket %s",
 		 enabled ? "enabled" : "disabled",
@@ -272,6 +365,130 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 }
 
 /*
+ * Which files may be served from the cache at all (review 2026-11b, M2).
+ *
+ * A cached mapping shows the file's bytes as the daemon loaded them.  The
+ * kernel's own mapping is coherent with every write to the file, from any
+ * process: for MAP_SHARED always, and on Linux for every page of a
+ * MAP_PRIVATE mapping that the program has not written.  A reader that
+ * maps a file another process writes (an LMDB MDB_RDONLY environment, a
+ * SQLite read-only connection with mmap_size, a log or time-series
+ * reader) depends on that: from a snapshot it reads stale data forever, or
+ * stale pages beside fresh ones, which SQLite can report as corruption
+ * (tests/preload_test, live_*: both readers missed the first commit on
+ * the shim without this rule).  So a file is served only when the shim
+ * can show that its bytes will not change while the program maps it;
+ * otherwise the kernel maps it (the fall-back "may change while mapped").
+ * What shows it, and what does not (Linux 6.12's source; experiments on
+ * the build host):
+ *
+ * - Taken: the kernel forbids every change, for good.
+ *   . A memfd sealed with F_SEAL_WRITE, F_SEAL_SHRINK and F_SEAL_GROW:
+ *     adding F_SEAL_WRITE fails while any writable shared mapping exists
+ *     (mm/memfd.c, mapping_deny_writable), and then every write path
+ *     refuses, writers that opened the file before included
+ *     (shmem_write_begin, shmem_fallocate, shmem_setattr); seals are never
+ *     removed.  F_SEAL_FUTURE_WRITE alone is not enough: writable
+ *     mappings made before it keep writing.
+ *   . fs-verity (statx STATX_ATTR_VERITY): enabling it needs that nobody
+ *     has the file open for writing (fs/verity/enable.c,
+ *     deny_write_access), after it every open for writing is EPERM and the
+ *     size cannot change (fs/verity/open.c, fs/attr.c), and it is never
+ *     turned off.
+ *   . File system types without a write path (statfs f_type): squashfs,
+ *     erofs, iso9660, cramfs, romfs.
+ * - Not taken:
+ *   . FS_IMMUTABLE_FL (chattr +i, STATX_ATTR_IMMUTABLE): it stops new
+ *     opens for writing, but whether it stops a writer that opened the
+ *     file before the flag was set depends on the file system.  On the
+ *     host (6.18), with an O_RDWR descriptor and a shared writable mapping
+ *     made before +i: on ext4 pwrite, ftruncate, fallocate are EPERM and
+ *     the store through the mapping is SIGBUS; on tmpfs pwrite, ftruncate
+ *     and the store all go through.  In 6.12 only ext4's and f2fs's write
+ *     paths test IS_IMMUTABLE (xfs, btrfs, ext2 and shmem do not), and
+ *     ext2 reports the same f_type as ext4.  The owner of
+ *     CAP_LINUX_IMMUTABLE can also clear it at any time.
+ *   . A read-only mount (statfs ST_RDONLY): per mount, not per file.  A
+ *     read-only bind mount of a writable file system (a container's
+ *     read-only volume) shows files that are written through another
+ *     mount (tests/preload_test: live_read_only_mount_is_not_enough); on
+ *     9p, NFS or FUSE the server changes files under a read-only mount.
+ *   . A read lease (F_SETLEASE F_RDLCK): refused with EAGAIN while anyone
+ *     has the file open for writing (fs/locks.c, check_conflicting_open),
+ *     so it detects a present writer, but it proves nothing about the
+ *     mapping's lifetime: it only makes a later opener for writing wait
+ *     lease-break-time (45 s by default) and then breaks anyway, and the
+ *     holder learns of the break by SIGIO, whose default action kills it
+ *     (on the host: a holder that did not handle SIGIO was killed by the
+ *     writer's open).  Only the file's owner or CAP_LEASE may take one
+ *     (EACCES for other users: a shared model file owned by root), it is
+ *     attached to the open file description (taking it on the program's
+ *     descriptor sets its F_SETOWN), and 9p, NFSv3 and ceph refuse leases
+ *     (simple_nosetlease).  Holding one for the life of a mapping would
+ *     need a descriptor of the shim's, whose close drops the program's
+ *     POSIX locks (map_cached), and a thread to answer the breaks.
+ * - The user's word: MORSEL_PRELOAD_DIRS names directories whose files
+ *   the user says nothing writes while programs map them (models, data
+ *   sets, the files of tests/cache_programs_test).  The shim cannot check
+ *   it; the docs say the mapping is then a snapshot of the mmap's moment.
+ *   It is the user running the program who decides, for the program they
+ *   run.  An extended attribute set on the file (user.morsel.cache) was
+ *   the other candidate: it is set by whoever may write the file, so it
+ *   is a writer's promise, copied with the file by cp -a, tar --xattrs and
+ *   rsync -X onto copies that are then written, and not available on
+ *   tmpfs without CONFIG_TMPFS_XATTR, NFSv3 or 9p.
+ *
+ * MAP_SHARED and MAP_PRIVATE follow the same rule: a MAP_SHARED mapping
+ * of a file that passes it is coherent with the file (nothing changes
+ * it), and one of a file that may change is the kernel's own, coherent
+ * by definition.  (Refusing only MAP_SHARED would leave the readers that
+ * use it, LMDB, SQLite, llama.cpp, numpy's memmap, all uncached, and
+ * MAP_PRIVATE ones still stale.)
+ *
+ * Returns what shows it, for the debug line, or NULL; *@word is set when
+ * it is only the user's word, and then @path (PATH_MAX bytes) holds the
+ * file's name for the swap's check (table.c, unchanged()).
+ */
+static const char *unchanging(int fd, const struct statfs *sf, char *path,
+			      int *word)
+{
+	struct statx stx;
+	char proc[32];
+	ssize_t n;
+	unsigned int i;
+	int seals;
+
+	*word = 0;
+	switch (sf->f_type) {
+	case SQUASHFS_MAGIC_: return "on squashfs";
+	case EROFS_MAGIC_: return "on erofs";
+	case ISOFS_MAGIC_: return "on iso9660";
+	case CRAMFS_MAGIC_: case CRAMFS_MAGIC_WEND_: return "on cramfs";
+	case ROMFS_MAGIC_: return "on romfs";
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals >= 0 && (seals & FROZEN_SEALS) == FROZEN_SEALS)
+		return "sealed";
+	if (!statx(fd, "", AT_EMPTY_PATH, 0, &stx) &&
+	    (stx.stx_attributes & STATX_ATTR_VERITY))
+		return "fs-verity";
+	if (!ndirs)
+		return NULL;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, path, PATH_MAX);
+	if (n <= 0 || n >= PATH_MAX)
+		return NULL;
+	path[n] = 0;
+	for (i = 0; i < ndirs; i++)
+		if (!strncmp(path, dirs[i], dirs_len[i]) &&
+		    path[dirs_len[i]] == '/') {
+			*word = 1;
+			return "in MORSEL_PRELOAD_DIRS";
+		}
+	return NULL;
+}
+
+/*
  * The cached path: 0 and *@out, or -1 with the reason in @why (nothing
  * changed; the caller falls back).  @st is the fd's fstat, at or above the
  * threshold.
@@ -318,18 +535,41 @@ static int map_cached(size_t len, int flags, int fd, off_t off,
 		      const struct stat *st, void **out, char *why, size_t room)
 {
 	struct morsel_cache_info info;
+	struct shim_ident id;
+	char path[PATH_MAX];
 	struct statfs sf;
 	uint64_t extent, ulen;
-	int fl, order, mfd;
+	int fl, order, mfd, word, seals;
+	const char *stays;
 	void *base, *standby;
 
+	/*
+	 * A descriptor open for writing: the program may write the file and
+	 * read the write back through its mapping (LMDB's and SQLite's
+	 * writers), unless the file is sealed against writes (a memfd, which
+	 * is always O_RDWR).
+	 */
 	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) != O_RDONLY) {
+	seals = fl < 0 || (fl & O_ACCMODE) != O_RDWR ? 0 :
+		fcntl(fd, F_GET_SEALS);
+	if (fl < 0 || (fl & O_PATH) || ((fl & O_ACCMODE) != O_RDONLY &&
+	    (seals < 0 || (seals & FROZEN_SEALS) != FROZEN_SEALS))) {
 		snprintf(why, room, "fd not opened O_RDONLY");
 		return -1;
 	}
-	if (!fstatfs(fd, &sf) && sf.f_type == MORSELFS_MAGIC) {
+	if (fstatfs(fd, &sf)) {
+		snprintf(why, room, "fstatfs failed");
+		return -1;
+	}
+	if (sf.f_type == MORSELFS_MAGIC) {
 		snprintf(why, room, "file on morselfs");
+		return -1;
+	}
+	stays = unchanging(fd, &sf, path, &word);
+	if (!stays) {
+		snprintf(why, room, "may change while mapped (not sealed, "
+			 "fs-verity, a read-only file system type, nor in "
+			 "MORSEL_PRELOAD_DIRS)");
 		return -1;
 	}
 	order = morsel_order_for_size(st->st_size);
@@ -373,17 +613,19 @@ static int map_cached(size_t len, int flags, int fd, off_t off,
 		real_munmap(standby, info.extent);
 		return -1;
 	}
+	id.path = path;
+	id.st = st;
 	if (table_add((uintptr_t)base, info.extent, (uintptr_t)base + off,
 		      (uintptr_t)base + off + ulen, flags,
-		      (uintptr_t)standby)) {
+		      (uintptr_t)standby, word ? &id : NULL)) {
 		real_munmap(base, info.extent);
 		real_munmap(standby, info.extent);
 		snprintf(why, room, "no memory for the table");
 		return -1;
 	}
-	snprintf(why, room, "%s, order %u, extent %llu at %p",
+	snprintf(why, room, "%s, order %u, extent %llu at %p, %s",
 		 info.flags & MORSEL_CACHE_HIT ? "hit" : "loaded", info.order,
-		 (unsigned long long)info.extent, base);
+		 (unsigned long long)info.extent, base, stays);
 	*out = (char *)base + off;
 	return 0;
 fail_mfd:

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -60,6 +61,8 @@ static inline void *real_mremap(void *old, size_t old_len, size_t new_len,
 /* preload.c: MORSEL_PRELOAD_DEBUG=1 prints one line per decision. */
 extern int shim_debug_on;
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* preload.c: a line on stderr whatever MORSEL_PRELOAD_DEBUG says. */
+void shim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * table.c.  A shim mapping: the morsel mounted at [base, base + extent)
@@ -74,9 +77,23 @@ struct shim_range {
 	uintptr_t start, end;
 };
 
-/* Record a new shim mapping; 0 or -ENOMEM (then nothing was recorded). */
+/*
+ * What the swap checks before it replaces a mount by the file: the file
+ * as it was at the mmap, for a file the shim cached only on the user's
+ * word (MORSEL_PRELOAD_DIRS; preload.c, unchanging()).  path is the
+ * file's name then (/proc/self/fd), st its fstat.
+ */
+struct shim_ident {
+	const char *path;
+	const struct stat *st;
+};
+
+/*
+ * Record a new shim mapping; 0 or -ENOMEM (then nothing was recorded).
+ * @id: NULL when the kernel guarantees the file never changes.
+ */
 int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
-	      int flags, uintptr_t standby);
+	      int flags, uintptr_t standby, const struct shim_ident *id);
 /*
  * Before a MAP_FIXED (or MAP_FIXED_NOREPLACE) mmap of [addr, addr + len):
  * swap every shim mapping it touches (its mount or its standby), so the

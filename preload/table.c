@@ -30,20 +30,27 @@
  * - No descriptor of the program's file is kept, so none is ever closed:
  *   closing one would drop the program's POSIX record locks on the file
  *   (preload.c, map_cached, has the reasons for the standby).
+ * - The swap gives the program the file as it is now.  The shim caches
+ *   only files that cannot change while mapped (preload.c, unchanging()),
+ *   so the bytes are the same, but for a file cached on the user's word
+ *   (MORSEL_PRELOAD_DIRS) the swap first checks that the file is still as
+ *   it was at the mmap and says so on stderr if not (unchanged()).
  *
  * posix_madvise is interposed too (glibc's calls the kernel directly).
  *
- * Locking: table_lock guards maps[], nmaps and every entry.  nmaps is also
- * read without the lock (atomic load) so that calls in a process with no
- * shim mapping cost nothing.  No malloc: the arrays are raw anonymous
- * mappings, so an allocator that itself calls munmap cannot deadlock on
- * table_lock.  preload.c takes table_lock around fork (pthread_atfork).
+ * Locking: table_lock guards maps[], nmaps and every entry (its live[]
+ * and path[] pages included).  nmaps is also read without the lock
+ * (atomic load) so that calls in a process with no shim mapping cost
+ * nothing.  No malloc: the arrays are raw anonymous mappings, so an
+ * allocator that itself calls munmap cannot deadlock on table_lock.
+ * preload.c takes table_lock around fork (pthread_atfork).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "preload.h"
 
@@ -55,6 +62,17 @@ struct shim_map {
 	uintptr_t standby;		/* extent bytes of the file, PROT_NONE */
 	struct shim_range *live;	/* sorted, disjoint, not adjacent */
 	unsigned int nlive, cap;	/* cap: ranges that fit in live[] */
+	/*
+	 * A file cached on the user's word: its name (a raw mapping of
+	 * path_room bytes) and identity at the mmap; NULL for a file the
+	 * kernel keeps unchanged.
+	 */
+	char *path;
+	size_t path_room;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
 };
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,13 +110,21 @@ static void *raw_grow(void *old, size_t oldsz, size_t newsz)
 }
 
 int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
-	      int flags, uintptr_t standby)
+	      int flags, uintptr_t standby, const struct shim_ident *id)
 {
 	struct shim_range *live = raw_grow(NULL, 0, SHIM_PAGE);
+	size_t room = id ? page_up(strlen(id->path) + 1) : 0;
+	char *path = NULL;
 	unsigned int i;
 
 	if (!live)
 		return -ENOMEM;
+	if (id && !(path = raw_grow(NULL, 0, room))) {
+		real_munmap(live, SHIM_PAGE);
+		return -ENOMEM;
+	}
+	if (path)
+		strcpy(path, id->path);
 	pthread_mutex_lock(&table_lock);
 	if (nmaps == maps_cap) {
 		unsigned int cap = maps_cap ? 2 * maps_cap :
@@ -109,6 +135,8 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 		if (!p) {
 			pthread_mutex_unlock(&table_lock);
 			real_munmap(live, SHIM_PAGE);
+			if (path)
+				real_munmap(path, room);
 			return -ENOMEM;
 		}
 		maps = p;
@@ -123,7 +151,15 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 		.flags = flags, .standby = standby,
 		.live = live, .nlive = 1,
 		.cap = SHIM_PAGE / sizeof(*live),
+		.path = path, .path_room = room,
 	};
+	if (id) {
+		maps[i].dev = id->st->st_dev;
+		maps[i].ino = id->st->st_ino;
+		maps[i].size = id->st->st_size;
+		maps[i].mtim = id->st->st_mtim;
+		maps[i].ctim = id->st->st_ctim;
+	}
 	__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&table_lock);
 	return 0;
@@ -139,6 +175,8 @@ static void drop(unsigned int i)
 	int err = errno;
 
 	real_munmap(m->live, page_up(m->cap * sizeof(*m->live)));
+	if (m->path)
+		real_munmap(m->path, m->path_room);
 	memmove(m, m + 1, (nmaps - i - 1) * sizeof(*m));
 	__atomic_store_n(&nmaps, nmaps - 1, __ATOMIC_RELEASE);
 	errno = err;
@@ -214,6 +252,55 @@ static int inside_live(const struct shim_map *m, uintptr_t a, uintptr_t b)
 }
 
 /*
+ * Before the swap of @m, a file cached on the user's word: is it still as
+ * it was at the mmap?  If its name still leads to the mapped file and
+ * that file's size, mtime or ctime differ, the user's word was wrong: the
+ * program has read the bytes of the mmap's moment, and after the swap it
+ * reads the file as it is now.  That is said on stderr whatever the debug
+ * level, and the swap goes on.
+ *
+ * Why go on.  The kernel's own mapping would have shown the change when
+ * it was made (MAP_SHARED, and the unwritten pages of MAP_PRIVATE), so
+ * from the swap on the program sees what it would see without the shim,
+ * as if the write had come at that moment, which a program that maps a
+ * file others write must expect anyway; what cannot be undone is the
+ * stale reads before.  Refusing the swap is no choice in every path (a
+ * munmap or MAP_FIXED that reaches the standby must not fail, and an
+ * mprotect or mremap failing with an errno the kernel would not give is
+ * a new fault), and keeping the old bytes for the program (an anonymous
+ * copy) would prolong the difference and is no file mapping.
+ *
+ * Not seen: a change that keeps the size within one timestamp tick (in
+ * 6.12, tmpfs and ext4 stamp with the coarse clock, one jiffy), and a
+ * file renamed or removed since (its name then leads elsewhere, or
+ * nowhere: said at MORSEL_PRELOAD_DEBUG=1 only; a file replaced by
+ * rename, the usual update of such a file, keeps its old bytes under the
+ * kernel too).
+ */
+static void unchanged(const struct shim_map *m)
+{
+	struct stat st;
+	int err = errno;
+
+	if (stat(m->path, &st) || st.st_dev != m->dev || st.st_ino != m->ino) {
+		shim_say("swap of %#lx: %s is another file now; not checked",
+			 (unsigned long)m->start, m->path);
+	} else if (st.st_size != m->size ||
+		   st.st_mtim.tv_sec != m->mtim.tv_sec ||
+		   st.st_mtim.tv_nsec != m->mtim.tv_nsec ||
+		   st.st_ctim.tv_sec != m->ctim.tv_sec ||
+		   st.st_ctim.tv_nsec != m->ctim.tv_nsec) {
+		shim_warn("warning: %s changed while mapped from the cache at "
+			  "%#lx, though MORSEL_PRELOAD_DIRS says it does not "
+			  "change: the program read it as it was at the mmap "
+			  "(size %lld) and now reads it as it is (size %lld)",
+			  m->path, (unsigned long)m->start,
+			  (long long)m->size, (long long)st.st_size);
+	}
+	errno = err;
+}
+
+/*
  * Replace entry @i's mount by an ordinary mapping of the program's file
  * (its live parts only) and drop the entry; 0, or -1 with errno set (the
  * entry stays, and the program's call fails with that errno).
@@ -231,6 +318,8 @@ static int swap(unsigned int i, const char *why)
 	int err = errno, tries;
 	void *r = MAP_FAILED;
 
+	if (m->path)
+		unchanged(m);
 	if (real_mprotect((void *)m->standby, m->extent, PROT_READ)) {
 		shim_say("%s: swap of %#lx failed: mprotect of the standby: %s",
 			 why, (unsigned long)m->start, strerror(errno));

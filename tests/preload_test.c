@@ -22,13 +22,33 @@
  *   swap, munmap, exec), close a descriptor of its own that reuses a
  *   number the shim once had, or let the program's calls reach the
  *   shim's standby mapping unnoticed.
+ * - Files another process may write are never served from a snapshot
+ *   (review 2026-11b M2; the rule: preload.c, unchanging()): the live_*
+ *   tests map files outside the opted-in directory beside a writer: an
+ *   LMDB MDB_RDONLY reader and a SQLite read-only connection with
+ *   mmap_size (tests/programs/live_reader.py, Python under the shim, the
+ *   writer too) see every commit, a MAP_SHARED (and an untouched
+ *   MAP_PRIVATE) mapping shows another process's pwrite, also on a
+ *   read-only bind mount.  Still cached: a file in MORSEL_PRELOAD_DIRS and
+ *   a memfd sealed against writes; a swap of an opted-in file that
+ *   changed anyway says so on stderr.
  *
  * How it runs: started plainly, main() starts a morsel-cached of its own
  * (socket /tmp/preload_test.sock, cache in $MORSEL_MNT/preload-cache,
  * budget 128M) and runs itself again under LD_PRELOAD (threshold 1M,
- * debug on).  Tests that need other settings run "--child MODE FILE" under
- * changed environment variables.  Every TEST is a process of its own (the
- * harness forks); test files live in the guest's /tmp (tmpfs).
+ * debug on, MORSEL_PRELOAD_DIRS=/tmp/preload_test: the files of the
+ * fall-back and cached tests are opted in, those of the live tests, in
+ * /tmp/preload_test_live, are not).  Tests that need other settings run
+ * "--child MODE FILE" under changed environment variables.  Every TEST is
+ * a process of its own (the harness forks); test files live in the
+ * guest's /tmp (tmpfs).  PRELOAD_TEST_SHIM and PRELOAD_TEST_DAEMON name
+ * another shim or daemon to test (an older build, say).
+ *
+ * Locking: none.  Each test is one process (and the children it waits
+ * for, which talk to it over pipes); the one test with threads,
+ * cached_many_threads_at_once, shares nothing between them but the
+ * capture of stderr (a memfd in O_APPEND mode), so tpath()'s and
+ * lpath()'s rotating static buffers are for the test's main thread only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,7 +61,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,7 +75,8 @@
 #define MiB (1024 * KiB)
 #define PG 4096UL
 #define SOCK "/tmp/preload_test.sock"
-#define TDIR "/tmp/preload_test"
+#define TDIR "/tmp/preload_test"		/* in MORSEL_PRELOAD_DIRS */
+#define LDIR "/tmp/preload_test_live"	/* not (nor is it under TDIR) */
 #define BIG (3 * MiB + 100)	/* order 2: extent 1 GiB; last page partial */
 
 /* ---- files ---- */
@@ -74,27 +97,64 @@ static const char *tpath(const char *name)
 	return buf[i];
 }
 
-/* Write @size bytes of the pattern to @path (new); 0 or -1. */
-static int pattern_file(const char *path, uint64_t size)
+/* /tmp/preload_test_live/@name (one of 4 buffers). */
+static const char *lpath(const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), LDIR "/%s", name);
+	return buf[i];
+}
+
+/* Write @size bytes of the pattern to @fd from offset 0; 0 or -1. */
+static int write_pattern(int fd, uint64_t size)
 {
 	static uint8_t chunk[256 * 1024];
 	uint64_t off, n, i;
+
+	for (off = 0; off < size; off += n) {
+		n = size - off < sizeof(chunk) ? size - off : sizeof(chunk);
+		for (i = 0; i < n; i++)
+			chunk[i] = pat(off + i);
+		if (pwrite(fd, chunk, n, off) != (ssize_t)n)
+			return -1;
+	}
+	return 0;
+}
+
+/* Write @size bytes of the pattern to @path (new); 0 or -1. */
+static int pattern_file(const char *path, uint64_t size)
+{
 	int fd;
 
 	unlink(path);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
-	for (off = 0; off < size; off += n) {
-		n = size - off < sizeof(chunk) ? size - off : sizeof(chunk);
-		for (i = 0; i < n; i++)
-			chunk[i] = pat(off + i);
-		if (pwrite(fd, chunk, n, off) != (ssize_t)n) {
-			close(fd);
-			return -1;
-		}
+	if (write_pattern(fd, size)) {
+		close(fd);
+		return -1;
 	}
 	return close(fd);
+}
+
+/* Another process writes @b at @off of @path (pwrite); 0 or -1. */
+static int other_process_writes(const char *path, off_t off, uint8_t b)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+		_exit(fd < 0 || pwrite(fd, &b, 1, off) != 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return -1;
+	return 0;
 }
 
 /* A fresh pattern file @name of @size, opened with @flags. */
@@ -400,9 +460,42 @@ static int lock_main(const char *mode, const char *file)
 }
 
 /*
+ * --child changed FILE: map FILE (BIG bytes, opted in) privately, then
+ * write a byte of it through another descriptor and grow it by a page,
+ * breaking MORSEL_PRELOAD_DIRS's word; print what the mapping reads
+ * before and after an mprotect to read-write (the swap): "before swap:
+ * old|new", "after swap: old|new".
+ */
+static int changed_main(const char *file)
+{
+	uint8_t *p, b;
+	int fd, w;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 3;
+	p = mmap(NULL, BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED || p[MiB] != pat(MiB))
+		return 4;
+	printf("%s\n", is_cached(p) ? "cached" : is_file(p, file) ?
+	       "ordinary" : "unknown");
+	b = ~pat(MiB);
+	w = open(file, O_WRONLY | O_CLOEXEC);
+	if (w < 0 || pwrite(w, &b, 1, MiB) != 1 || ftruncate(w, BIG + PG))
+		return 5;
+	close(w);
+	printf("before swap: %s\n", p[MiB] == b ? "new" : "old");
+	fflush(stdout);
+	if (mprotect(p, PG, PROT_READ | PROT_WRITE))
+		return 6;
+	printf("after swap: %s\n", p[MiB] == b ? "new" : "old");
+	return 0;
+}
+
+/*
  * --child map FILE: map FILE whole, read-only and shared, check its bytes
  * and errno; print "cached" or "ordinary", "errno kept" or not.
- * --child lock..., see lock_main().
+ * --child lock..., see lock_main(); --child changed, changed_main().
  */
 static int child_main(const char *mode, const char *file)
 {
@@ -412,6 +505,8 @@ static int child_main(const char *mode, const char *file)
 
 	if (!strncmp(mode, "lock", 4))
 		return lock_main(mode, file);
+	if (!strcmp(mode, "changed"))
+		return changed_main(file);
 	if (strcmp(mode, "map"))
 		return 2;
 	fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -1151,6 +1246,11 @@ TEST(cached_fork)
 #define THREADS 8
 #define ROUNDS 4
 
+/*
+ * Each thread maps windows of the same file.  (Not through tpath(): its
+ * rotating static buffers are for one thread; two threads filling one at
+ * once could hand open() a half-written name.)
+ */
 static void *thread_fn(void *arg)
 {
 	uintptr_t t = (uintptr_t)arg, bad = 0;
@@ -1158,7 +1258,7 @@ static void *thread_fn(void *arg)
 
 	for (r = 0; r < ROUNDS && !bad; r++) {
 		uint64_t off = ((t * ROUNDS + r) % 17) * 32 * PG;
-		int fd = open(tpath("threads"), O_RDONLY | O_CLOEXEC);
+		int fd = open(TDIR "/threads", O_RDONLY | O_CLOEXEC);
 		uint8_t *p = mmap(NULL, MiB, PROT_READ,
 				  r % 2 ? MAP_PRIVATE : MAP_SHARED, fd, off);
 
@@ -1275,6 +1375,286 @@ TEST(python_mmap_module)
 	ASSERT_NE(NULL, strstr(out, "extent unmapped")) TH_LOG("%s", out);
 }
 
+/* ---- files that others write: never a snapshot (review 2026-11b M2) ---- */
+
+/*
+ * The rule's fall-back: a file outside MORSEL_PRELOAD_DIRS, neither sealed
+ * nor on a read-only file system type, is the kernel's to map, so a
+ * MAP_SHARED mapping shows another process's pwrite at once, and so does
+ * a page of a MAP_PRIVATE one that the program has not written (Linux's
+ * semantics).  The shim used to serve both from the daemon's copy: the
+ * write never showed.
+ */
+TEST(live_map_shared_sees_another_process_pwrite)
+{
+	uint8_t *p, *q;
+	int fd;
+
+	ASSERT_EQ(0, pattern_file(lpath("shared"), BIG));
+	fd = open(lpath("shared"), O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	q = map(BIG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(pat(MiB), p[MiB]);
+	ASSERT_EQ(pat(MiB), q[MiB]);
+	ASSERT_EQ(0, other_process_writes(lpath("shared"), MiB, ~pat(MiB)));
+	ASSERT_EQ(0, other_process_writes(lpath("shared"), BIG - 1, 0x5a));
+	ASSERT_EQ((uint8_t)~pat(MiB), p[MiB]);
+	ASSERT_EQ(0x5a, p[BIG - 1]);
+	ASSERT_EQ((uint8_t)~pat(MiB), q[MiB]);
+	ASSERT_EQ(0x5a, q[BIG - 1]);
+	ASSERT_SAID("fallback: may change while mapped");
+	ASSERT_TRUE(is_file(p, lpath("shared")));
+	ASSERT_TRUE(is_file(q, lpath("shared")));
+}
+
+/*
+ * A read-only mount proves nothing about a file: here a read-only bind
+ * mount of a directory whose files are written through the other mount
+ * (a container's read-only volume).  statvfs says ST_RDONLY; the
+ * mapping must still show the write.
+ */
+TEST(live_read_only_mount_is_not_enough)
+{
+	char rw[PATH_MAX], ro[PATH_MAX], rof[PATH_MAX + 8];
+	struct statvfs sv;
+	int fd, ro_flag, mounted;
+	uint8_t *p, before = 0, after = 0;
+
+	snprintf(rw, sizeof(rw), "%s", lpath("rw"));
+	snprintf(ro, sizeof(ro), "%s", lpath("ro"));
+	snprintf(rof, sizeof(rof), "%s/f", ro);
+	mkdir(rw, 0755);
+	mkdir(ro, 0755);
+	ASSERT_EQ(0, pattern_file(lpath("rw/f"), BIG));
+	if (mount(rw, ro, NULL, MS_BIND, NULL))
+		SKIP(return, "bind mount: %s", strerror(errno));
+	mounted = !mount(NULL, ro, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+	ro_flag = !statvfs(rof, &sv) && (sv.f_flag & ST_RDONLY);
+	fd = open(rof, O_RDONLY | O_CLOEXEC);
+	p = fd < 0 ? MAP_FAILED : map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED) {
+		before = p[MiB];
+		if (!other_process_writes(lpath("rw/f"), MiB, ~pat(MiB)))
+			after = p[MiB];
+	}
+	umount2(ro, MNT_DETACH);
+	ASSERT_TRUE(mounted);
+	ASSERT_TRUE(ro_flag);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(pat(MiB), before);
+	ASSERT_EQ((uint8_t)~pat(MiB), after);
+	ASSERT_SAID("fallback: may change while mapped");
+}
+
+/* tests/programs/@name in the repository under test. */
+static const char *program(const char *name)
+{
+	static char buf[PATH_MAX];
+	const char *repo = getenv("PRELOAD_TEST_REPO");
+
+	snprintf(buf, sizeof(buf), "%s/tests/programs/%s", repo ? repo : ".",
+		 name);
+	return buf;
+}
+
+/* How many times @s occurs in @out. */
+static int occurrences(const char *out, const char *s)
+{
+	int n = 0;
+
+	for (; (out = strstr(out, s)); out++)
+		n++;
+	return n;
+}
+
+/*
+ * An LMDB environment opened MDB_RDONLY (py-lmdb readonly=True, the
+ * system liblmdb) beside a writer process that commits, both Python under
+ * the shim: after each commit a new read transaction sees it.  data.mdb
+ * (3 MiB, mapped 10 MiB from an O_RDONLY descriptor) used to be served
+ * from the cache: the reader saw the meta page of the load forever.
+ */
+TEST(live_lmdb_reader_sees_every_commit)
+{
+	const char *argv[] = { "/usr/bin/python3", program("live_reader.py"),
+			       "lmdb", lpath("lmdb"), "12", NULL };
+	static char out[65536];
+	int status;
+
+	if (access(argv[0], X_OK))
+		SKIP(return, "no python3");
+	mkdir(lpath("lmdb"), 0755);
+	status = run(argv, NULL, out, sizeof(out));
+	ASSERT_EQ(0, status) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "saw every commit (12)\n")) TH_LOG("%s", out);
+	/* The reader's mapping of data.mdb (the writer's fd is O_RDWR). */
+	ASSERT_LE(1, occurrences(out, "fallback: may change while mapped"))
+		TH_LOG("%s", out);
+	ASSERT_EQ(0, occurrences(out, ": cached (")) TH_LOG("%s", out);
+}
+
+/*
+ * A SQLite read-only connection (mode=ro, PRAGMA mmap_size=256M; Python's
+ * sqlite3, the system libsqlite3) beside a writer process, both under the
+ * shim: after each commit a new read sees the counter, the row count and
+ * the new row, and the database is never reported corrupt; quick_check
+ * at the end.  The file (3.4 MiB, growing) used to be served from the
+ * cache: the reader read the file change counter from the load's copy
+ * and kept its stale pages.
+ */
+TEST(live_sqlite_read_only_connection_sees_commits)
+{
+	const char *argv[] = { "/usr/bin/python3", program("live_reader.py"),
+			       "sqlite", lpath("live.db"), "12", NULL };
+	static char out[65536];
+	int status;
+
+	if (access(argv[0], X_OK))
+		SKIP(return, "no python3");
+	unlink(lpath("live.db"));
+	status = run(argv, NULL, out, sizeof(out));
+	ASSERT_EQ(0, status) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "saw every commit (12)\n")) TH_LOG("%s", out);
+	ASSERT_EQ(NULL, strstr(out, "corrupt")) TH_LOG("%s", out);
+	ASSERT_LE(1, occurrences(out, "fallback: may change while mapped"))
+		TH_LOG("%s", out);
+	ASSERT_EQ(0, occurrences(out, ": cached (")) TH_LOG("%s", out);
+}
+
+/*
+ * Still cached under the rule: a file in a directory of
+ * MORSEL_PRELOAD_DIRS (this run names /tmp/preload_test; the name is
+ * matched whole, so /tmp/preload_test_live is not in it), also when the
+ * variable names it with a trailing '/', beside entries that are
+ * relative, empty or absent, or through a symbolic link.
+ */
+TEST(cached_opted_in_directory)
+{
+	const char *env1[] = { "MORSEL_PRELOAD_DIRS=relative::/nonexistent:"
+			       LDIR "/", NULL };
+	const char *env2[] = { "MORSEL_PRELOAD_DIRS=" TDIR "/link", NULL };
+	const char *env3[] = { "MORSEL_PRELOAD_DIRS=", NULL };
+	int fd = open_pattern("optin", BIG, O_RDONLY), lfd;
+	char out[8192];
+	uint8_t *p;
+
+	ASSERT_LE(0, fd);
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p));
+	ASSERT_SAID(", in MORSEL_PRELOAD_DIRS)");
+	ASSERT_EQ(-1, check_bytes(p, 0, BIG, BIG));
+
+	ASSERT_EQ(0, pattern_file(lpath("optin"), BIG));
+	lfd = open(lpath("optin"), O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, lfd);
+	p = map(BIG, PROT_READ, MAP_SHARED, lfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_file(p, lpath("optin")));
+	ASSERT_SAID("fallback: may change while mapped");
+
+	ASSERT_EQ(0, run_child("map", lpath("optin"), env1, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "cached\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "relative is not an absolute")) TH_LOG("%s", out);
+	unlink(tpath("link"));
+	ASSERT_EQ(0, symlink(LDIR, tpath("link")));
+	ASSERT_EQ(0, run_child("map", lpath("optin"), env2, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "cached\n")) TH_LOG("%s", out);
+	ASSERT_EQ(0, run_child("map", tpath("optin"), env3, out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "fallback: may change")) TH_LOG("%s", out);
+}
+
+/*
+ * Still cached under the rule, with no word from the user: a memfd
+ * sealed with F_SEAL_WRITE, F_SEAL_SHRINK and F_SEAL_GROW, whose bytes
+ * nothing can change (also through its O_RDWR descriptor).  Unsealed,
+ * or sealed only with F_SEAL_FUTURE_WRITE (a writable mapping made
+ * before it keeps writing), it is the kernel's.
+ */
+TEST(cached_sealed_memfd)
+{
+	int fd = memfd_create("preload_test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	char ro_path[64];
+	uint8_t *p, *w, b = 0x77;
+	int ro;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, write_pattern(fd, BIG));
+	snprintf(ro_path, sizeof(ro_path), "/proc/self/fd/%d", fd);
+	ro = open(ro_path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ro);
+
+	/* Not sealed: another holder of the memfd may write it. */
+	p = map(BIG, PROT_READ, MAP_SHARED, ro, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(pat(MiB), p[MiB]);
+	ASSERT_EQ(1, pwrite(fd, &b, 1, MiB));
+	ASSERT_EQ(b, p[MiB]);
+	ASSERT_SAID("fallback: may change while mapped");
+	ASSERT_EQ(0, munmap(p, BIG));
+
+	/* F_SEAL_FUTURE_WRITE: a writable mapping made before still writes. */
+	w = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, w);
+	ASSERT_EQ(0, fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE |
+			   F_SEAL_SHRINK | F_SEAL_GROW));
+	p = map(BIG, PROT_READ, MAP_SHARED, ro, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(pat(2 * MiB), p[2 * MiB]);
+	w[2 * MiB] = b;
+	ASSERT_EQ(b, p[2 * MiB]);
+	ASSERT_SAID("fallback: may change while mapped");
+	ASSERT_EQ(0, munmap(p, BIG));
+	ASSERT_EQ(0, munmap(w, BIG));
+
+	/* F_SEAL_WRITE too: cached, from either descriptor. */
+	ASSERT_EQ(0, fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE));
+	p = map(BIG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_TRUE(is_cached(p)) TH_LOG("%s", dbg);
+	ASSERT_SAID(", sealed)");
+	ASSERT_EQ(b, p[MiB]);
+	ASSERT_EQ(b, p[2 * MiB]);
+	ASSERT_EQ(-1, check_bytes(p, 0, MiB, BIG));
+	ASSERT_EQ(-1, check_bytes(p + 2 * MiB + 1, 2 * MiB + 1, BIG - 2 * MiB - 1,
+				  BIG));
+	ASSERT_ERRNO(EPERM, pwrite(fd, &b, 1, 0));
+	w = map(BIG, PROT_READ, MAP_PRIVATE, ro, 0);
+	ASSERT_NE(MAP_FAILED, w);
+	ASSERT_TRUE(is_cached(w));
+	ASSERT_EQ(b, w[MiB]);
+}
+
+/*
+ * The user's word broken: a file in MORSEL_PRELOAD_DIRS, cached, is
+ * written (and grown) while mapped.  The swap (an mprotect to write on
+ * the private mapping) gives the program the file as it is now, the
+ * kernel's view, and says so on stderr with the debug output off.  The
+ * shim used to swap in the new bytes without a word.
+ */
+TEST(cached_opted_in_file_changed_swap_says_so)
+{
+	const char *env[] = { "MORSEL_PRELOAD_DEBUG=", NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("changed"), BIG));
+	ASSERT_EQ(0, run_child("changed", tpath("changed"), env, out,
+			       sizeof(out))) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "cached\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "before swap: old\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "after swap: new\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "warning: " TDIR "/changed changed while "
+			       "mapped from the cache")) TH_LOG("%s", out);
+	ASSERT_EQ(1, occurrences(out, "morsel-preload[")) TH_LOG("%s", out);
+}
+
 /* ---- the daemon, and this program again under LD_PRELOAD ---- */
 
 /* Start morsel-cached (@bin); its pid, or -1.  Its log goes to @log. */
@@ -1324,12 +1704,15 @@ static int outer_main(int argc, char **argv)
 	*strrchr(repo, '/') = 0;	/* tests/ */
 	*strrchr(repo, '/') = 0;	/* the repo */
 	snprintf(shim, sizeof(shim), "%s/preload/libmorsel-preload.so", repo);
+	if (getenv("PRELOAD_TEST_SHIM"))
+		snprintf(shim, sizeof(shim), "%s", getenv("PRELOAD_TEST_SHIM"));
 	snprintf(bin, sizeof(bin), "%s/cached/morsel-cached", repo);
 	if (getenv("PRELOAD_TEST_DAEMON"))
 		snprintf(bin, sizeof(bin), "%s", getenv("PRELOAD_TEST_DAEMON"));
 	snprintf(dir, sizeof(dir), "%s/preload-cache", mnt ? mnt : "/tmp/morsel");
 	mkdir(dir, 0755);
 	mkdir(TDIR, 0755);
+	mkdir(LDIR, 0755);
 	daemon = start_daemon(bin, dir, TDIR "/daemon.log");
 	if (daemon < 0) {
 		fprintf(stderr, "preload_test: %s did not start\n", bin);
@@ -1343,6 +1726,8 @@ static int outer_main(int argc, char **argv)
 	setenv("MORSEL_PRELOAD_MIN_SIZE", "1M", 1);
 	setenv("MORSEL_PRELOAD_DEBUG", "1", 1);
 	setenv("PRELOAD_TEST_CACHE_DIR", dir, 1);
+	setenv("PRELOAD_TEST_REPO", repo, 1);
+	setenv("MORSEL_PRELOAD_DIRS", TDIR, 1);
 	setenv("PRELOAD_TEST_INNER", "1", 1);
 	unsetenv("MORSEL_PRELOAD_DISABLE");
 	unsetenv("MORSEL_PRELOAD_STATS");
