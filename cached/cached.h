@@ -3,7 +3,9 @@
  * morsel-cached's two halves: the index of cached files (index.c) and the
  * service around it (morsel-cached.c: options, socket, connections,
  * signals).  Locking: index.c's functions take the index lock themselves;
- * log_msg() may be called from any thread (one write(2) per line).
+ * log_msg() may be called from any thread (one write(2) per line); the
+ * configuration is written once by main() before index_init() and only
+ * read afterwards.
  */
 #ifndef MORSEL_CACHED_H
 #define MORSEL_CACHED_H
@@ -14,26 +16,43 @@
 
 /* The default --dir: a morselfs mount (see morsel-cached.service). */
 #define MORSEL_CACHED_DIR	"/run/morsel-cache"
+/* File system types refused at most (--refuse-fs, FUSE always). */
+#define MAX_REFUSE_FS		16
 
 extern int verbose;
 void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Who asked (for the log only). */
+/* Who asked: SO_PEERCRED of the connection (-1 if unknown). */
 struct peer {
 	int pid, uid;
 };
 
+/* The index's limits (morsel-cached(8) describes each option). */
+struct cache_config {
+	uint64_t budget;	/* --budget: pages and tables of all morsels */
+	uint64_t user_budget;	/* --user-budget: of one uid's loads (not 0) */
+	uint64_t min_size;	/* --min-size: smaller files are refused */
+	uint64_t max_age;	/* --max-age, seconds unused; 0: no limit */
+	unsigned long refuse_fs[MAX_REFUSE_FS];	/* f_type values */
+	int n_refuse_fs;
+};
+
 /*
  * Take over the cache directory @dirfd (on morselfs, 0700, ours): index
- * the files a previous run left there, then evict down to @budget.
+ * the files a previous run left there (what cannot be indexed is counted
+ * until nothing holds it, then removed), then evict down to the budget.
+ * 0 or -errno.
  */
-int index_init(int dirfd, uint64_t budget);
+int index_init(int dirfd, const struct cache_config *cfg);
 /*
  * The GET request: the file open as @srcfd.  Returns a new O_RDONLY fd of
  * its morsel and fills @rep's size, extent, order and flags, or -errno.
+ * With an fd, *@sent is to be passed to index_sent() once the reply is
+ * sent and that fd closed (until then the entry counts as in use).
  */
 int index_get(int srcfd, const struct peer *who,
-	      struct morsel_cache_reply *rep);
+	      struct morsel_cache_reply *rep, void **sent);
+void index_sent(void *sent);
 /* Fill @rep's counters (STATS). */
 void index_stats(struct morsel_cache_reply *rep);
 /*

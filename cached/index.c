@@ -1,25 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * morsel-cached's index: which files are cached, loading them into
- * morsels, the memory budget and LRU eviction, stale entries.
+ * morsels, the memory budget (global and per uid), LRU eviction, aging,
+ * stale entries.
  *
  * One morsel per file, of the smallest order that holds it, in the cache
- * directory under a name that encodes the source's identity (device,
- * inode, size, mtime), so a restarted daemon finds its cache again
+ * directory.  A file is known by a key nobody but the kernel can set
+ * (struct ident: the mount, device and inode, size, mtime, *ctime*, birth
+ * time and file handle, docs/cache.md "Identity").  The key travels with
+ * the morsel in the extended attribute KEY_XATTR and the morsel is named
+ * k.<sequence number>, so a restarted daemon finds its cache again
  * (index_init).  A load builds the morsel as an O_TMPFILE and links it in
  * only when it is complete and the source did not change meanwhile, so a
  * crash mid-load leaves nothing behind.
  *
- * Locking: one mutex (lock) guards everything below: both lists, every
- * entry's fields, the counters.  A load runs without it: its entry is
- * LOADING (with its memory reserved in the budget) and only the loading
+ * The budget counts every morsel the daemon made until its pages are gone:
+ * a morsel that a client holds (a descriptor, a mapping) is never evicted,
+ * and one that must leave the index while held (a stale version, a file a
+ * restart cannot index) is renamed r.<n> and stays counted until nothing
+ * holds it, then it is removed.  Whether anything but the daemon holds a
+ * morsel is asked of the kernel with a write lease (held(): F_SETLEASE
+ * F_WRLCK fails with EAGAIN while any other open file description of the
+ * file exists, and a mapping keeps its file description).  What leases
+ * cannot see (an O_PATH descriptor keeping a removed morsel alive) the
+ * cache file system's own count of pages does: the budget holds both
+ * (fs_used).  The daemon keeps no descriptor of a morsel between requests.
+ *
+ * Locking: one mutex (lock) guards everything below: the hash table, the
+ * LRU and retired lists, every entry's fields, the per-uid charges, the
+ * counters.  A load runs without it: its entry is LOADING (in the hash
+ * table, with its memory reserved in the budget) and only the loading
  * thread touches the morsel; other requests for the same file wait on the
  * condition variable (changed), broadcast whenever a load ends.  An entry
- * is freed only when it is on no list and no thread holds a reference
- * (refs).  System calls under the lock are quick ones on morselfs (openat,
- * unlinkat, close, the STAT ioctl), never on a client's file, so a client
- * whose file stalls (say on FUSE) blocks only its own thread and the
- * waiters for that same file.
+ * is freed only when it is in no table or list and no thread holds a
+ * reference (refs): a waiter, or a thread sending a reply with the
+ * entry's descriptor until index_sent().  Eviction waits (on changed) for
+ * such a reply rather than take the daemon's own descriptor for a hold.
+ * System calls under the lock are quick ones on morselfs (openat,
+ * renameat, unlinkat, close, fcntl leases, futimens, fstatfs, the STAT
+ * ioctl), never on a client's file, so a client whose file stalls blocks
+ * only its own thread and the waiters for that same file.  next_seq is
+ * atomic (the loaders take numbers without the lock).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -33,56 +54,108 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "morsel.h"
 #include "cached.h"
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE	0x00004000U	/* Linux 6.8 */
+#endif
+
 #define PAGE		4096ULL
 #define CHUNK		(8ULL << 20)	/* bytes per pread of a load */
 #define NAME_MAX_LEN	128
+/* A source with more unallocated bytes than this and ... */
+#define SPARSE_SLACK	(1ULL << 20)
+/* ... less than 1/SPARSE_RATIO of its size allocated is refused. */
+#define SPARSE_RATIO	4
+#define KEY_XATTR	"user.morsel-cached.key"
+#define KEY_VERSION	2
 
+/* struct ident.have */
+#define HAVE_MNT_UNIQUE	0x1	/* mnt: STATX_MNT_ID_UNIQUE, never reused */
+#define HAVE_MNT	0x2	/* mnt: STATX_MNT_ID (older kernels) */
+#define HAVE_BTIME	0x4
+#define HAVE_HANDLE	0x8	/* fh: name_to_handle_at (i_generation) */
+
+/*
+ * A source's identity.  Always zeroed before it is filled, and free of
+ * padding, so that memcmp compares it.
+ */
 struct ident {
-	uint64_t dev, ino, size;
-	int64_t sec;
-	long nsec;
+	uint32_t version, have;
+	uint64_t mnt, dev, ino, size;
+	int64_t mtime_sec, ctime_sec, btime_sec;
+	uint32_t mtime_nsec, ctime_nsec, btime_nsec;
+	int32_t fh_type;
+	uint32_t fh_len, pad;
+	unsigned char fh[MAX_HANDLE_SZ];
+};
+_Static_assert(sizeof(struct ident) == 216, "struct ident has padding");
+
+/* KEY_XATTR of a cached morsel: its key and the uid it is charged to. */
+struct record {
+	struct ident id;
+	uint32_t uid, reserved;
 };
 
 enum state { LOADING, READY, FAILED };
 enum where { NOWHERE, LIVE, RETIRED };
 
 struct entry {
-	struct entry *prev, *next;
+	struct entry *prev, *next;	/* READY: the LRU; RETIRED: retired */
+	struct entry *hnext;		/* LIVE: its hash chain */
 	struct ident id;
-	char name[NAME_MAX_LEN];
+	char name[NAME_MAX_LEN];	/* in the cache directory */
 	enum state state;
 	enum where where;
 	int err;		/* FAILED: the load's errno */
-	int fd;			/* O_RDONLY, once READY; -1 before */
 	int refs;		/* threads using the entry outside the lock */
 	unsigned int order;
+	uint32_t uid;		/* charged to */
 	uint64_t bytes;		/* pages + tables; LOADING: the estimate */
-	uint64_t last_use;	/* LRU clock */
+	struct timespec last_use;	/* CLOCK_REALTIME; kept as mtime */
+};
+
+/* One uid's share of the budget. */
+struct user {
+	uint32_t uid;
+	uint64_t bytes;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static struct entry live;	/* cached (or loading); list head */
-static struct entry retired;	/* stale but still mapped; list head */
+static struct entry lru;	/* READY entries, least recently used first */
+static struct entry retired;	/* out of the index, still held */
+static struct entry **table;	/* LIVE entries (LOADING, READY) by file */
+static size_t nbuckets, nlive;
+static struct user *users;
+static size_t nusers, users_room;
+static struct cache_config cfg;
 static int dirfd_ = -1;
-static uint64_t budget, clock_;
+static uint64_t used, n_ready, next_seq;
 static uint64_t hits, loads, evictions, refusals;
 static int loading;
+static int leases_ok = 1;
 static volatile int stopping;
 
-static void list_add(struct entry *head, struct entry *e, enum where w)
+/* ---- lists, the hash table, charges ---- */
+
+static void list_init(struct entry *head)
+{
+	head->next = head->prev = head;
+}
+
+static void list_add_tail(struct entry *head, struct entry *e)
 {
 	e->next = head;
 	e->prev = head->prev;
 	head->prev->next = e;
 	head->prev = e;
-	e->where = w;
 }
 
 static void list_del(struct entry *e)
@@ -90,74 +163,159 @@ static void list_del(struct entry *e)
 	e->prev->next = e->next;
 	e->next->prev = e->prev;
 	e->prev = e->next = NULL;
+}
+
+static size_t bucket_of(const struct ident *id, size_t n)
+{
+	uint64_t h = id->ino * 0x9e3779b97f4a7c15ULL;
+
+	h ^= id->dev * 0xc2b2ae3d27d4eb4fULL;
+	h ^= id->mnt * 0x165667b19e3779f9ULL;
+	h ^= h >> 29;
+	return (size_t)(h & (n - 1));
+}
+
+/* Twice the buckets when the chains get long (no harm if it fails). */
+static void table_grow(void)
+{
+	size_t n = nbuckets * 2, i, b;
+	struct entry **t, *e, *next;
+
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return;
+	for (i = 0; i < nbuckets; i++)
+		for (e = table[i]; e; e = next) {
+			next = e->hnext;
+			b = bucket_of(&e->id, n);
+			e->hnext = t[b];
+			t[b] = e;
+		}
+	free(table);
+	table = t;
+	nbuckets = n;
+}
+
+static void hash_add(struct entry *e)
+{
+	size_t b;
+
+	if (nlive >= 2 * nbuckets)
+		table_grow();
+	b = bucket_of(&e->id, nbuckets);
+	e->hnext = table[b];
+	table[b] = e;
+	e->where = LIVE;
+	nlive++;
+}
+
+static void hash_del(struct entry *e)
+{
+	struct entry **p = &table[bucket_of(&e->id, nbuckets)];
+
+	while (*p && *p != e)
+		p = &(*p)->hnext;
+	if (*p) {
+		*p = e->hnext;
+		nlive--;
+	}
+	e->hnext = NULL;
 	e->where = NOWHERE;
 }
 
-static void entry_put(struct entry *e)
+static struct user *user_of(uint32_t uid, int create)
 {
-	if (e->where == NOWHERE && !e->refs) {
-		if (e->fd >= 0)
-			close(e->fd);
-		free(e);
+	struct user *grown;
+	size_t i;
+
+	for (i = 0; i < nusers; i++)
+		if (users[i].uid == uid)
+			return &users[i];
+	if (!create)
+		return NULL;
+	if (nusers == users_room) {
+		grown = realloc(users, (users_room ? 2 * users_room : 16) *
+				       sizeof(*users));
+		if (!grown)
+			return NULL;
+		users = grown;
+		users_room = users_room ? 2 * users_room : 16;
+	}
+	users[nusers].uid = uid;
+	users[nusers].bytes = 0;
+	return &users[nusers++];
+}
+
+static uint64_t user_bytes(uint32_t uid)
+{
+	struct user *u = user_of(uid, 0);
+
+	return u ? u->bytes : 0;
+}
+
+/* Count @e's bytes in the budget and its uid's share (sign +1 or -1). */
+static void charge(struct entry *e, int sign)
+{
+	struct user *u = user_of(e->uid, sign > 0);
+
+	if (sign > 0) {
+		used += e->bytes;
+		if (u)
+			u->bytes += e->bytes;
+	} else {
+		used -= e->bytes;
+		if (u)
+			u->bytes -= u->bytes < e->bytes ? u->bytes : e->bytes;
 	}
 }
 
-static void format_name(const struct ident *id, char *buf, size_t len)
+static int64_t ns_between(const struct timespec *a, const struct timespec *b)
 {
-	snprintf(buf, len, "c.%" PRIx64 ".%" PRIx64 ".%" PRIu64 ".%" PRId64 ".%09ld",
-		 id->dev, id->ino, id->size, id->sec, id->nsec);
+	return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000LL +
+	       (b->tv_nsec - a->tv_nsec);
 }
 
-/* The identity a name encodes; -1 unless the name is exactly canonical. */
-static int parse_name(const char *name, struct ident *id)
+/* A READY entry was used at @now: the LRU's tail. */
+static void touch(struct entry *e, const struct timespec *now)
+{
+	e->last_use = *now;
+	list_del(e);
+	list_add_tail(&lru, e);
+}
+
+/* ---- names and keys ---- */
+
+static void live_name(uint64_t seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "k.%016" PRIx64, seq);
+}
+
+/*
+ * The kind of a name in the cache directory: 'k' (an entry), 'r' (a
+ * retired morsel), 'c' (an entry of format 1, whose key lacks ctime:
+ * never served again), or 0 (not the daemon's).  *@seq: its number.
+ */
+static int name_kind(const char *name, uint64_t *seq)
 {
 	char again[NAME_MAX_LEN];
+	unsigned long long v;
+	char *end;
 
-	if (sscanf(name, "c.%" SCNx64 ".%" SCNx64 ".%" SCNu64 ".%" SCNd64 ".%ld",
-		   &id->dev, &id->ino, &id->size, &id->sec, &id->nsec) != 5 ||
-	    id->nsec < 0 || id->nsec > 999999999)
-		return -1;
-	format_name(id, again, sizeof(again));
-	return strcmp(again, name) ? -1 : 0;
-}
-
-static void ident_of(const struct stat *st, struct ident *id)
-{
-	id->dev = st->st_dev;
-	id->ino = st->st_ino;
-	id->size = st->st_size;
-	id->sec = st->st_mtim.tv_sec;
-	id->nsec = st->st_mtim.tv_nsec;
-}
-
-static int same_file(const struct ident *a, const struct ident *b)
-{
-	return a->dev == b->dev && a->ino == b->ino;
-}
-
-static int same_ident(const struct ident *a, const struct ident *b)
-{
-	return same_file(a, b) && a->size == b->size && a->sec == b->sec &&
-	       a->nsec == b->nsec;
-}
-
-static uint64_t morsel_bytes(int fd, uint64_t *mappings)
-{
-	struct morsel_stat st;
-	uint64_t b;
-	int i;
-
-	if (morsel_stat(fd, &st)) {
-		if (mappings)
-			*mappings = 0;
+	*seq = 0;
+	if (!strncmp(name, "c.", 2))
+		return 'c';
+	if ((name[0] != 'k' && name[0] != 'r') || name[1] != '.' ||
+	    strlen(name) != 18)
 		return 0;
-	}
-	b = st.pages;
-	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
-		b += st.tables[i];
-	if (mappings)
-		*mappings = st.mappings;
-	return b * PAGE;
+	errno = 0;
+	v = strtoull(name + 2, &end, 16);
+	if (errno || *end)
+		return 0;
+	snprintf(again, sizeof(again), "%c.%016llx", name[0], v);
+	if (strcmp(again, name))
+		return 0;
+	*seq = v;
+	return name[0];
 }
 
 /* What a morsel of @size will take, populated: pages and tables. */
@@ -173,97 +331,311 @@ static uint64_t estimate(uint64_t size, unsigned int order)
 	return b * PAGE;
 }
 
-static uint64_t used(void)
+static uint64_t morsel_bytes(int fd)
 {
-	struct entry *e;
-	uint64_t sum = 0;
+	struct morsel_stat st;
+	uint64_t b;
+	int i;
 
-	for (e = live.next; e != &live; e = e->next)
-		sum += e->bytes;
-	for (e = retired.next; e != &retired; e = e->next)
-		sum += e->bytes;
-	return sum;
-}
-
-/* Close the retired morsels that nothing maps any more. */
-static void reap_retired(void)
-{
-	struct entry *e, *next;
-	uint64_t maps;
-
-	for (e = retired.next; e != &retired; e = next) {
-		next = e->next;
-		morsel_bytes(e->fd, &maps);
-		if (maps)
-			continue;
-		if (verbose)
-			log_msg("closed stale %s", e->name);
-		list_del(e);
-		entry_put(e);
-	}
-}
-
-/* A READY entry leaves the directory: @stale keeps it while mapped. */
-static void drop(struct entry *e, int stale)
-{
-	if (unlinkat(dirfd_, e->name, 0) && errno != ENOENT)
-		log_msg("unlink %s: %s", e->name, strerror(errno));
-	list_del(e);
-	if (stale)
-		list_add(&retired, e, RETIRED);
-	else
-		entry_put(e);
+	if (morsel_stat(fd, &st))
+		return 0;
+	b = st.pages;
+	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
+		b += st.tables[i];
+	return b * PAGE;
 }
 
 /*
- * Evict least recently used entries that nothing maps until @need more
- * bytes fit in the budget.  -ENOSPC if they cannot.
+ * The key of the file open as @fd, from statx and name_to_handle_at;
+ * *@stx for the caller's other checks.  0 or -errno.
  */
-static int make_room(uint64_t need)
+static int key_of(int fd, struct ident *id, struct statx *stx)
 {
-	struct entry *e, *lru;
-	uint64_t maps;
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+	} h;
+	int mnt_id;
 
-	reap_retired();
-	while (used() + need > budget) {
-		lru = NULL;
-		for (e = live.next; e != &live; e = e->next) {
-			if (e->state != READY || e->refs)
-				continue;
-			if (lru && lru->last_use <= e->last_use)
-				continue;
-			morsel_bytes(e->fd, &maps);
-			if (!maps)
-				lru = e;
+	memset(id, 0, sizeof(*id));
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+		  STATX_BASIC_STATS | STATX_BTIME | STATX_MNT_ID_UNIQUE, stx))
+		return -errno;
+	id->version = KEY_VERSION;
+	if (stx->stx_mask & STATX_MNT_ID_UNIQUE)
+		id->have |= HAVE_MNT_UNIQUE;
+	else if (stx->stx_mask & STATX_MNT_ID)
+		id->have |= HAVE_MNT;
+	if (id->have)
+		id->mnt = stx->stx_mnt_id;
+	id->dev = makedev(stx->stx_dev_major, stx->stx_dev_minor);
+	id->ino = stx->stx_ino;
+	id->size = stx->stx_size;
+	id->mtime_sec = stx->stx_mtime.tv_sec;
+	id->mtime_nsec = stx->stx_mtime.tv_nsec;
+	id->ctime_sec = stx->stx_ctime.tv_sec;
+	id->ctime_nsec = stx->stx_ctime.tv_nsec;
+	if (stx->stx_mask & STATX_BTIME) {
+		id->have |= HAVE_BTIME;
+		id->btime_sec = stx->stx_btime.tv_sec;
+		id->btime_nsec = stx->stx_btime.tv_nsec;
+	}
+	/* Not every file system has handles (nor every kernel: FHANDLE). */
+	if (S_ISREG(stx->stx_mode)) {
+		memset(&h, 0, sizeof(h));
+		h.fh.handle_bytes = MAX_HANDLE_SZ;
+		if (!name_to_handle_at(fd, "", &h.fh, &mnt_id, AT_EMPTY_PATH) &&
+		    h.fh.handle_bytes <= MAX_HANDLE_SZ) {
+			id->have |= HAVE_HANDLE;
+			id->fh_type = h.fh.handle_type;
+			id->fh_len = h.fh.handle_bytes;
+			memcpy(id->fh, h.fh.f_handle, h.fh.handle_bytes);
 		}
-		if (!lru)
-			return -ENOSPC;
-		log_msg("evict %s (%" PRIu64 " KiB)", lru->name, lru->bytes >> 10);
-		evictions++;
-		drop(lru, 0);
 	}
 	return 0;
 }
 
+/* The same file (mount, device, inode), maybe in another version. */
+static int same_file(const struct ident *a, const struct ident *b)
+{
+	return a->mnt == b->mnt && a->dev == b->dev && a->ino == b->ino &&
+	       (a->have & (HAVE_MNT_UNIQUE | HAVE_MNT)) ==
+	       (b->have & (HAVE_MNT_UNIQUE | HAVE_MNT));
+}
+
+static int same_ident(const struct ident *a, const struct ident *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+/* ---- who holds a morsel ---- */
+
+/*
+ * Does anything but the daemon hold the morsel @name: a descriptor (a
+ * client's, or one in flight in a socket), a mapping?  1 yes, 0 no (or the
+ * file is gone).  A write lease is granted only when the lease taker's
+ * open file description is the file's only one; it is given back at once.
+ * Without leases (fs.leases-enable = 0) only mappings count.  Under the
+ * lock.
+ */
+static int held(const char *name)
+{
+	struct morsel_stat st;
+	int fd, r;
+
+	fd = openat(dirfd_, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : 1;
+	if (leases_ok) {
+		if (!fcntl(fd, F_SETLEASE, F_WRLCK)) {
+			fcntl(fd, F_SETLEASE, F_UNLCK);
+			close(fd);
+			return 0;
+		}
+		if (errno == EAGAIN) {
+			close(fd);
+			return 1;
+		}
+		log_msg("no leases (%s): a held descriptor no longer keeps a "
+			"morsel in the budget, only a mapping does",
+			strerror(errno));
+		leases_ok = 0;
+	}
+	r = morsel_stat(fd, &st) ? 1 : st.mappings > 0;
+	close(fd);
+	return r;
+}
+
+/* Remove @e's morsel and forget it (out of every list, no refs). */
+static void forget(struct entry *e)
+{
+	if (unlinkat(dirfd_, e->name, 0) && errno != ENOENT)
+		log_msg("unlink %s: %s", e->name, strerror(errno));
+	charge(e, -1);
+	free(e);
+}
+
+/* A READY entry leaves the index (threads with a reference keep it). */
+static void unindex(struct entry *e)
+{
+	hash_del(e);
+	list_del(e);
+	n_ready--;
+}
+
+/*
+ * A READY entry that must not be served again (a newer version of its
+ * file was asked for): removed if nothing holds it, else renamed r.<n>
+ * and still counted until nothing does (reap_retired; a thread with a
+ * reference lets go of it in index_sent or as a waiter, never frees it).
+ */
+static void retire(struct entry *e)
+{
+	char name[NAME_MAX_LEN];
+
+	unindex(e);
+	/* A reply with it in flight (refs) holds it too. */
+	if (!e->refs && !held(e->name)) {
+		forget(e);
+		return;
+	}
+	snprintf(name, sizeof(name), "r.%016" PRIx64,
+		 __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED));
+	if (renameat(dirfd_, e->name, dirfd_, name)) {
+		log_msg("rename %s: %s", e->name, strerror(errno));
+		/* Still counted; its name is not served any more either. */
+	} else {
+		snprintf(e->name, sizeof(e->name), "%s", name);
+	}
+	e->where = RETIRED;
+	list_add_tail(&retired, e);
+}
+
+/* Remove the retired morsels that nothing holds any more. */
+static void reap_retired(void)
+{
+	struct entry *e, *next;
+
+	for (e = retired.next; e != &retired; e = next) {
+		next = e->next;
+		if (e->refs || held(e->name))
+			continue;
+		if (verbose)
+			log_msg("removed retired %s", e->name);
+		list_del(e);
+		e->where = NOWHERE;
+		forget(e);
+	}
+}
+
+/*
+ * Entries unused for longer than --max-age go, unless something holds
+ * them (then they are in use: they count as used now).
+ */
+static void age_out(const struct timespec *now)
+{
+	struct entry *e;
+	uint64_t n = n_ready;
+
+	if (!cfg.max_age)
+		return;
+	while (lru.next != &lru && n--) {
+		e = lru.next;
+		if (ns_between(&e->last_use, now) <=
+		    (int64_t)cfg.max_age * 1000000000LL)
+			break;
+		if (e->refs || held(e->name)) {
+			touch(e, now);
+			continue;
+		}
+		log_msg("expired %s (unused for %" PRIu64 " s)", e->name,
+			(uint64_t)(now->tv_sec - e->last_use.tv_sec));
+		evictions++;
+		unindex(e);
+		forget(e);
+	}
+}
+
+/*
+ * The memory of the cache's file system in use: pages and tables of every
+ * morsel in it, those the index no longer knows included.  A morsel whose
+ * last holder is an O_PATH descriptor (a client can make one from its
+ * descriptor through /proc/self/fd) takes no part in leases, so held()
+ * says it is free; once removed, its pages live on until that descriptor
+ * goes.  Counting the file system's use as well keeps the budget a bound.
+ * 0 if the file system has no size limit.
+ */
+static uint64_t fs_used(void)
+{
+	struct statfs sfs;
+
+	if (fstatfs(dirfd_, &sfs) || !sfs.f_blocks || sfs.f_bfree > sfs.f_blocks)
+		return 0;
+	return (uint64_t)(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+}
+
+static int over_budget(uint64_t need)
+{
+	uint64_t fs = fs_used();
+
+	return (fs > used ? fs : used) + need > cfg.budget;
+}
+
+/* uid 0 has no share of its own: it is bound by the budget only. */
+static int over_share(uint32_t uid, uint64_t need)
+{
+	return uid && user_bytes(uid) + need > cfg.user_budget;
+}
+
+/*
+ * Evict least recently used entries that nothing holds until @need more
+ * bytes fit in the budget and in @uid's share (then only @uid's own
+ * entries go).  Each entry is looked at once: one that is held counts as
+ * used now and moves to the LRU's tail.  -ENOSPC or -EDQUOT if they do
+ * not fit.  May wait (dropping the lock) for a reply in flight.
+ */
+static int make_room(uint64_t need, uint32_t uid, const struct timespec *now)
+{
+	struct entry *e, *next;
+	uint64_t n;
+
+	if (over_budget(need) || over_share(uid, need))
+		reap_retired();
+again:
+	n = n_ready;
+	for (e = lru.next; e != &lru && n &&
+	     (over_budget(need) || over_share(uid, need)); e = next, n--) {
+		next = e->next;
+		if (!over_budget(need) && e->uid != uid)
+			continue;
+		if (e->refs) {
+			/*
+			 * A reply with it is being sent (or a waiter of its
+			 * load is waking up): a moment, not a hold.  Wait
+			 * and look again (the lists may change meanwhile).
+			 */
+			pthread_cond_wait(&changed, &lock);
+			goto again;
+		}
+		if (held(e->name)) {
+			touch(e, now);
+			continue;
+		}
+		log_msg("evict %s (%" PRIu64 " KiB, uid %u)", e->name,
+			e->bytes >> 10, e->uid);
+		evictions++;
+		unindex(e);
+		forget(e);
+	}
+	if (over_budget(need))
+		return -ENOSPC;
+	return over_share(uid, need) ? -EDQUOT : 0;
+}
+
+/* ---- loading ---- */
+
 /*
  * Build the morsel of @e from @src (no lock held): an O_TMPFILE, populated
- * in one call, mounted here read-write, filled by large preads, linked in
- * under its name once complete and unchanged.  Returns an O_RDONLY fd of
- * it, or -errno.
+ * in one call, mounted here read-write, filled by large preads, given its
+ * key, linked in under e->name once complete and unchanged.  *@bytes: its
+ * pages and tables.  0 or -errno.
  */
-static int load(struct entry *e, int src)
+static int load(struct entry *e, int src, uint64_t *bytes)
 {
 	uint64_t size = e->id.size, len = (size + PAGE - 1) & ~(PAGE - 1);
 	uint64_t off = 0, want;
-	char proc[64];
+	struct timespec times[2];
+	struct record rec;
+	struct statx stx;
 	struct ident now;
-	struct stat st;
+	char proc[64];
 	size_t extent;
-	int fd, rfd = -1, err = 0, tries;
+	int fd, err = 0, tries;
 	ssize_t n;
 	char *p;
 
-	fd = openat(dirfd_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0400);
+	/* 0600 until the key is set: a user xattr needs write permission. */
+	fd = openat(dirfd_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	err = morsel_resize(fd, size);
@@ -274,7 +646,10 @@ static int load(struct entry *e, int src)
 				 (void **)&p, &extent);
 	if (err)
 		goto out;
-	posix_fadvise(src, 0, 0, POSIX_FADV_SEQUENTIAL);
+	/*
+	 * No posix_fadvise: the advice would be on the client's open file
+	 * description (review 2026-11b L9); 8 MiB reads ramp readahead up.
+	 */
 	while (off < size && !err) {
 		if (stopping) {
 			err = -ECANCELED;
@@ -295,39 +670,44 @@ static int load(struct entry *e, int src)
 		else
 			off += n;
 	}
-	posix_fadvise(src, 0, 0, POSIX_FADV_NORMAL);
 	munmap(p, extent);
 	if (err)
 		goto out;
-	if (fstat(src, &st)) {
-		err = -errno;
+	err = key_of(src, &now, &stx);
+	if (err)
 		goto out;
-	}
-	ident_of(&st, &now);
 	if (!same_ident(&now, &e->id)) {
 		err = -ESTALE;
 		goto out;
 	}
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	for (tries = 0; tries < 2; tries++) {
-		if (!linkat(AT_FDCWD, proc, dirfd_, e->name, AT_SYMLINK_FOLLOW))
-			break;
+	*bytes = morsel_bytes(fd);
+	memset(&rec, 0, sizeof(rec));
+	rec.id = e->id;
+	rec.uid = e->uid;
+	clock_gettime(CLOCK_REALTIME, &times[1]);
+	times[0].tv_sec = 0;
+	times[0].tv_nsec = UTIME_OMIT;
+	if (fsetxattr(fd, KEY_XATTR, &rec, sizeof(rec), 0) ||
+	    fchmod(fd, 0400) || futimens(fd, times)) {
 		err = -errno;
-		/* Not ours (the index has no such entry): replace it. */
-		if (err != -EEXIST || unlinkat(dirfd_, e->name, 0))
-			goto out;
-		err = 0;
-	}
-	if (err)
 		goto out;
-	rfd = openat(dirfd_, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (rfd < 0) {
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (tries = 0; tries < 3; tries++) {
+		if (!linkat(AT_FDCWD, proc, dirfd_, e->name, AT_SYMLINK_FOLLOW)) {
+			err = 0;
+			break;
+		}
 		err = -errno;
-		unlinkat(dirfd_, e->name, 0);
+		if (err != -EEXIST)
+			break;
+		/* Not ours (no entry has this number): take another. */
+		live_name(__atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED),
+			  e->name, sizeof(e->name));
 	}
 out:
 	close(fd);
-	return err ? err : rfd;
+	return err;
 }
 
 static double ms_since(const struct timespec *t0)
@@ -338,42 +718,66 @@ static double ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-/* A new fd of a READY entry for a client; under the lock. */
-static int open_entry(struct entry *e)
-{
-	int fd = openat(dirfd_, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	return fd < 0 ? -errno : fd;
-}
-
-/* Check the client's descriptor; its identity in @id. */
+/* Check the client's descriptor; its key in @id. */
 static int check_source(int src, struct ident *id)
 {
 	struct statfs sfs;
-	struct stat st;
-	int fl = fcntl(src, F_GETFL);
+	struct statx stx;
+	uint64_t alloc;
+	int fl = fcntl(src, F_GETFL), err, i;
 
 	if (fl < 0)
 		return -errno;
 	/* The proof of access: a descriptor open for reading. */
 	if ((fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
 		return -EACCES;
-	if (fstat(src, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
+	err = key_of(src, id, &stx);
+	if (err)
+		return err;
+	if (!S_ISREG(stx.stx_mode) || !stx.stx_size ||
+	    stx.stx_size < cfg.min_size)
 		return -EINVAL;
 	if (fstatfs(src, &sfs))
 		return -errno;
 	if (sfs.f_type == MORSELFS_MAGIC)
 		return -EINVAL;
-	ident_of(&st, id);
+	/* FUSE and --refuse-fs: attributes and bytes the server chooses. */
+	for (i = 0; i < cfg.n_refuse_fs; i++)
+		if ((unsigned long)sfs.f_type == cfg.refuse_fs[i])
+			return -EMEDIUMTYPE;
+	/* Sparse: cheap on disk, every page of it in memory here. */
+	alloc = stx.stx_blocks * 512;
+	if (stx.stx_size > alloc + SPARSE_SLACK &&
+	    alloc < stx.stx_size / SPARSE_RATIO)
+		return -EINVAL;
 	return 0;
 }
 
-int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep)
+/* The LIVE entry of exactly @id; READY entries of older versions go. */
+static struct entry *lookup(const struct ident *id)
 {
-	struct entry *e, *next, *found;
-	struct timespec t0;
+	struct entry *e, *next, *found = NULL;
+
+	for (e = table[bucket_of(id, nbuckets)]; e; e = next) {
+		next = e->hnext;
+		if (same_ident(&e->id, id)) {
+			found = e;
+		} else if (same_file(&e->id, id) && e->state == READY) {
+			/* The file changed since: a new load, the old goes. */
+			log_msg("stale %s", e->name);
+			retire(e);
+		}
+	}
+	return found;
+}
+
+int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep,
+	      void **sent)
+{
+	uint32_t uid = (uint32_t)who->uid;
+	struct timespec t0, now;
+	struct entry *e;
+	uint64_t bytes = 0;
 	struct ident id;
 	int order, err, fd;
 
@@ -386,32 +790,24 @@ int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep)
 		goto refuse_unlocked;
 	}
 	pthread_mutex_lock(&lock);
-	found = NULL;
-	for (e = live.next; e != &live; e = next) {
-		next = e->next;
-		if (same_ident(&e->id, &id))
-			found = e;
-		else if (same_file(&e->id, &id) && e->state == READY &&
-			 !e->refs) {
-			/* The file changed since: a new load, the old goes. */
-			log_msg("stale %s", e->name);
-			drop(e, 1);
-		}
-	}
-	e = found;
+again:
+	clock_gettime(CLOCK_REALTIME, &now);
+	age_out(&now);
+	e = lookup(&id);
 	if (e && e->state == LOADING) {
 		e->refs++;
 		while (e->state == LOADING)
 			pthread_cond_wait(&changed, &lock);
 		e->refs--;
+		pthread_cond_broadcast(&changed);	/* for make_room */
 		if (e->state == FAILED) {
 			err = -e->err;
-			entry_put(e);
+			if (!e->refs)
+				free(e);
 			goto refuse;
 		}
 		if (e->where != LIVE) {
 			err = -ESTALE;	/* replaced right after its load */
-			entry_put(e);
 			goto refuse;
 		}
 		rep->flags = 0;
@@ -428,46 +824,65 @@ int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep)
 
 	/* A miss: reserve the memory, load without the lock. */
 	e = calloc(1, sizeof(*e));
-	if (!e) {
+	if (!e || !user_of(uid, 1)) {
+		free(e);
 		err = -ENOMEM;
 		goto refuse;
 	}
 	e->id = id;
-	e->fd = -1;
+	e->uid = uid;
 	e->order = order;
 	e->state = LOADING;
 	e->bytes = estimate(id.size, order);
-	format_name(&id, e->name, sizeof(e->name));
-	err = e->bytes > budget ? -ENOSPC : make_room(e->bytes);
+	if (e->bytes > cfg.budget)
+		err = -ENOSPC;
+	else if (uid && e->bytes > cfg.user_budget)
+		err = -EDQUOT;
+	else
+		err = make_room(e->bytes, uid, &now);
 	if (err) {
 		free(e);
 		goto refuse;
 	}
-	list_add(&live, e, LIVE);
+	if (lookup(&id)) {
+		/* make_room waited: another request began this load. */
+		free(e);
+		goto again;
+	}
+	live_name(__atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED), e->name,
+		  sizeof(e->name));
+	hash_add(e);
+	charge(e, 1);
 	e->refs++;
 	loading++;
 	pthread_mutex_unlock(&lock);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	fd = load(e, src);
+	err = load(e, src, &bytes);
 
 	pthread_mutex_lock(&lock);
 	e->refs--;
 	loading--;
-	if (fd < 0) {
+	if (err) {
 		e->state = FAILED;
-		e->err = -fd;
-		err = fd;
-		list_del(e);
-		log_msg("load %s for pid %d uid %d failed: %s", e->name,
-			who->pid, who->uid, strerror(-fd));
+		e->err = -err;
+		hash_del(e);
+		charge(e, -1);
+		log_msg("load for pid %d uid %d failed: %s", who->pid,
+			who->uid, strerror(-err));
 		pthread_cond_broadcast(&changed);
-		entry_put(e);
+		if (!e->refs)
+			free(e);
 		goto refuse;
 	}
-	e->fd = fd;
-	e->bytes = morsel_bytes(fd, NULL);
+	/* The real size instead of the estimate. */
+	charge(e, -1);
+	e->bytes = bytes;
+	charge(e, 1);
 	e->state = READY;
+	e->last_use = now;
+	list_add_tail(&lru, e);
+	n_ready++;
 	loads++;
 	pthread_cond_broadcast(&changed);
 	log_msg("load %s for pid %d uid %d: order %u, %" PRIu64 " KiB in %.1f ms",
@@ -475,12 +890,29 @@ int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep)
 		ms_since(&t0));
 	rep->flags = 0;
 reply:
-	e->last_use = ++clock_;
-	fd = open_entry(e);
+	fd = openat(dirfd_, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		err = fd;
+		err = -errno;
+		log_msg("open %s: %s", e->name, strerror(-err));
+		if (err == -ENOENT && !e->refs) {
+			/* Removed behind our back: forget it, load anew. */
+			unindex(e);
+			charge(e, -1);
+			free(e);
+			goto again;
+		}
 		goto refuse;
 	}
+	{
+		struct timespec times[2] = { { 0, UTIME_OMIT }, now };
+
+		/* The last use, for aging and the LRU after a restart. */
+		futimens(fd, times);
+	}
+	touch(e, &now);
+	/* Until index_sent(): the daemon's own description is open. */
+	e->refs++;
+	*sent = e;
 	rep->size = e->id.size;
 	rep->order = e->order;
 	rep->extent = morsel_order_extent(e->order);
@@ -498,17 +930,29 @@ refuse:
 	return err;
 }
 
-void index_stats(struct morsel_cache_reply *rep)
+void index_sent(void *sent)
 {
-	struct entry *e;
+	struct entry *e = sent;
 
 	pthread_mutex_lock(&lock);
+	e->refs--;
+	if (e->where == NOWHERE && !e->refs)
+		free(e);
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}
+
+void index_stats(struct morsel_cache_reply *rep)
+{
+	struct timespec now;
+
+	pthread_mutex_lock(&lock);
+	clock_gettime(CLOCK_REALTIME, &now);
+	age_out(&now);
 	reap_retired();
-	rep->entries = 0;
-	for (e = live.next; e != &live; e = e->next)
-		rep->entries += e->state == READY;
-	rep->bytes = used();
-	rep->budget = budget;
+	rep->entries = n_ready;
+	rep->bytes = used;
+	rep->budget = cfg.budget;
 	rep->hits = hits;
 	rep->loads = loads;
 	rep->evictions = evictions;
@@ -537,28 +981,69 @@ int index_stop(int timeout_ms)
 	return left;
 }
 
+/* ---- a restart ---- */
+
 static int by_age(const void *a, const void *b)
 {
 	const struct entry *x = *(struct entry *const *)a;
 	const struct entry *y = *(struct entry *const *)b;
+	int64_t d = ns_between(&y->last_use, &x->last_use);
 
-	return x->last_use < y->last_use ? -1 : x->last_use > y->last_use;
+	return d < 0 ? -1 : d > 0;
 }
 
-int index_init(int dfd, uint64_t limit)
+/*
+ * One file of the cache directory, open as @fd: an entry to index, or
+ * (NULL, *@retire set) a morsel to count until nothing holds it.
+ */
+static struct entry *examine(int fd, const char *name, int kind,
+			     const struct stat *st, int *is_retired)
 {
-	struct entry **found = NULL, *e, **grown;
-	size_t n = 0, room = 0, i;
-	struct dirent *d;
-	struct ident id;
-	struct stat st;
-	DIR *dir;
-	int fd, err;
+	struct record rec;
+	struct entry *e = calloc(1, sizeof(*e));
+	int order;
 
+	if (!e)
+		return NULL;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->bytes = morsel_bytes(fd);
+	e->last_use = st->st_mtim;
+	e->uid = geteuid();
+	*is_retired = 1;
+	if (kind != 'k' ||
+	    fgetxattr(fd, KEY_XATTR, &rec, sizeof(rec)) != sizeof(rec))
+		return e;
+	order = morsel_order_for_size(rec.id.size);
+	e->uid = rec.uid;
+	if (rec.id.version != KEY_VERSION || rec.reserved || order < 0 ||
+	    (uint64_t)st->st_size != rec.id.size || !(st->st_mode & 0400))
+		return e;
+	e->id = rec.id;
+	e->order = order;
+	e->state = READY;
+	*is_retired = 0;
+	return e;
+}
+
+int index_init(int dfd, const struct cache_config *c)
+{
+	struct entry **found = NULL, *e, *dup, **grown;
+	size_t n = 0, room = 0, i, nretired = 0;
+	struct timespec now;
+	struct dirent *d;
+	struct stat st;
+	uint64_t seq, max_seq = 0;
+	int fd, err, kind, is_retired;
+	DIR *dir;
+
+	cfg = *c;
 	dirfd_ = dfd;
-	budget = limit;
-	live.next = live.prev = &live;
-	retired.next = retired.prev = &retired;
+	list_init(&lru);
+	list_init(&retired);
+	nbuckets = 1024;
+	table = calloc(nbuckets, sizeof(*table));
+	if (!table)
+		return -ENOMEM;
 	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		err = -errno;
@@ -569,34 +1054,45 @@ int index_init(int dfd, uint64_t limit)
 	while ((d = readdir(dir))) {
 		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
 			continue;
-		if (parse_name(d->d_name, &id)) {
+		kind = name_kind(d->d_name, &seq);
+		if (!kind) {
 			log_msg("ignoring %s: not a cache file", d->d_name);
 			continue;
 		}
+		if (seq > max_seq)
+			max_seq = seq;
+		/* One descriptor at a time, never kept. */
 		fd = openat(dfd, d->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-		    (uint64_t)st.st_size != id.size || st.st_uid != geteuid() ||
-		    !(e = calloc(1, sizeof(*e)))) {
-			log_msg("ignoring %s: not a complete cache file",
-				d->d_name);
+		    st.st_uid != geteuid()) {
+			log_msg("ignoring %s: not a file of ours", d->d_name);
 			if (fd >= 0)
 				close(fd);
 			continue;
 		}
-		e->id = id;
-		e->fd = fd;
-		e->state = READY;
-		e->order = morsel_order_for_size(id.size);
-		e->bytes = morsel_bytes(fd, NULL);
-		format_name(&id, e->name, sizeof(e->name));	/* d_name */
-		/* LRU order across restarts: when each was linked in. */
-		e->last_use = (uint64_t)st.st_ctim.tv_sec * 1000000000ULL +
-			      st.st_ctim.tv_nsec;
+		e = examine(fd, d->d_name, kind, &st, &is_retired);
+		close(fd);
+		if (!e)
+			break;
+		if (is_retired) {
+			/*
+			 * Format 1 (no ctime in its key), no valid key, or
+			 * retired by the last run: never served, counted
+			 * until nothing holds it.
+			 */
+			log_msg("%s: %s, counted until unused", e->name,
+				kind == 'c' ? "format 1, not served" :
+				kind == 'r' ? "retired" : "no valid key");
+			e->where = RETIRED;
+			list_add_tail(&retired, e);
+			charge(e, 1);
+			nretired++;
+			continue;
+		}
 		if (n == room) {
 			room = room ? 2 * room : 64;
 			grown = realloc(found, room * sizeof(*found));
 			if (!grown) {
-				close(fd);
 				free(e);
 				break;
 			}
@@ -605,19 +1101,31 @@ int index_init(int dfd, uint64_t limit)
 		found[n++] = e;
 	}
 	closedir(dir);
+	next_seq = max_seq + 1;
+	/* LRU order across restarts: the last use, kept as mtime. */
 	if (n)
 		qsort(found, n, sizeof(*found), by_age);
+	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < n; i++) {
-		found[i]->last_use = ++clock_;
-		list_add(&live, found[i], LIVE);
+		e = found[i];
+		charge(e, 1);
+		/* Two files of one key (a rename that failed): the newer. */
+		dup = lookup(&e->id);
+		if (dup && same_ident(&dup->id, &e->id))
+			retire(dup);
+		hash_add(e);
+		list_add_tail(&lru, e);
+		n_ready++;
 	}
 	free(found);
-	if (n)
-		log_msg("indexed %zu cached files, %" PRIu64 " KiB", n,
-			used() >> 10);
-	if (used() > budget)
-		make_room(0);
+	if (n || nretired)
+		log_msg("indexed %zu cached files, %zu retired, %" PRIu64
+			" KiB", n, nretired, used >> 10);
+	reap_retired();
+	age_out(&now);
+	if (over_budget(0))
+		make_room(0, 0, &now);
 	pthread_mutex_unlock(&lock);
 	return 0;
 }

@@ -9,8 +9,10 @@
  * Locking: the main thread owns the listening socket and the signals
  * (blocked in every thread, read through a signalfd).  A connection thread
  * owns its socket; threads share index.c's state (its own lock), the
- * connection count (atomic), and the count of requests being answered
- * (busy, with stopping, under busy_lock).
+ * connection count (atomic), the connections per uid (uconns, under
+ * uconns_lock), and the count of requests being answered (busy, with
+ * stopping, under busy_lock).  The options are set by main() before the
+ * first thread starts and only read afterwards.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,10 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,9 +42,19 @@
 
 #define MAX_CONNS	1024	/* connections served at once */
 #define STOP_WAIT_MS	10000	/* for loads in progress at SIGTERM */
+#define FUSE_MAGIC	0x65735546UL	/* FUSE_SUPER_MAGIC: fuse, fuseblk, virtiofs */
 
 int verbose;
 static int conns;
+/* --idle-timeout (seconds, 0: none) and --max-user-conns. */
+static unsigned int idle_timeout = 60, max_user_conns = 64;
+/* Connections per uid: at most max_user_conns each. */
+static pthread_mutex_t uconns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uconn {
+	uint32_t uid;
+	unsigned int n;
+} *uconns;
+static size_t nuconns, uconns_room;
 /* Requests being answered: SIGTERM lets them send their replies. */
 static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
@@ -73,13 +88,27 @@ static void usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 		"usage: morsel-cached [--socket PATH] [--dir DIR] [--budget SIZE]\n"
+		"                     [--user-budget SIZE] [--min-size SIZE]\n"
+		"                     [--max-age TIME] [--idle-timeout TIME]\n"
+		"                     [--max-user-conns N] [--refuse-fs TYPE]...\n"
 		"                     [--ready-fd N] [-v]\n"
-		"  --socket PATH  listen here (default %s)\n"
-		"  --dir DIR      the cache, a directory on morselfs (default %s)\n"
-		"  --budget SIZE  memory for cached files, pages and tables\n"
-		"                 (suffixes K M G T; default: the morselfs size)\n"
-		"  --ready-fd N   write one byte to fd N once listening, close it\n"
-		"  -v, --verbose  log every request\n",
+		"  --socket PATH       listen here (default %s)\n"
+		"  --dir DIR           the cache, a directory on morselfs (default %s)\n"
+		"  --budget SIZE       memory for cached files, pages and tables\n"
+		"                      (suffixes K M G T; default: the morselfs size)\n"
+		"  --user-budget SIZE  the part one uid's loads may take (not uid 0;\n"
+		"                      default: half the budget)\n"
+		"  --min-size SIZE     refuse smaller files (default 4K)\n"
+		"  --max-age TIME      drop files unused this long (suffixes s m h d;\n"
+		"                      default 1d; 0: never)\n"
+		"  --idle-timeout TIME close connections idle this long (default 60s;\n"
+		"                      0: never)\n"
+		"  --max-user-conns N  connections one uid may hold (default 64)\n"
+		"  --refuse-fs TYPE    refuse files on this file system too (a name:\n"
+		"                      nfs cifs smb2 9p ceph tmpfs ramfs overlay, or\n"
+		"                      its f_type number); FUSE is always refused\n"
+		"  --ready-fd N        write one byte to fd N once listening, close it\n"
+		"  -v, --verbose       log every request\n",
 		MORSEL_CACHED_SOCKET, MORSEL_CACHED_DIR);
 	exit(status);
 }
@@ -115,6 +144,18 @@ static int open_dir(const char *path, uint64_t *size)
 		}
 		log_msg("%s: mode %04o, made 0700", path, st.st_mode & 07777);
 	}
+	/*
+	 * A cached copy must not give what its source's mount withholds
+	 * (an mmap PROT_EXEC of a file from a noexec mount): review
+	 * 2026-11b L10.  Only the administrator can mount, so say it.
+	 */
+	if ((sfs.f_flags & (ST_NOEXEC | ST_NOSUID | ST_NODEV)) !=
+	    (ST_NOEXEC | ST_NOSUID | ST_NODEV))
+		log_msg("%s: mounted without%s%s%s: mount it "
+			"noexec,nosuid,nodev (morsel-cached(8))", path,
+			sfs.f_flags & ST_NOEXEC ? "" : " noexec",
+			sfs.f_flags & ST_NOSUID ? "" : " nosuid",
+			sfs.f_flags & ST_NODEV ? "" : " nodev");
 	*size = (uint64_t)sfs.f_blocks * sfs.f_bsize;
 	return fd;
 }
@@ -172,8 +213,14 @@ struct conn {
 	struct peer who;
 };
 
-static void reply(int sock, struct morsel_cache_reply *rep, int fd)
+/*
+ * Send the reply; 0, or -1 if the client's queue is full (a client that
+ * does not read its replies): its connection is closed.  Never blocks, so
+ * that the entry counts as in flight only for a moment (index_sent).
+ */
+static int reply(int sock, struct morsel_cache_reply *rep, int fd)
 {
+	ssize_t n;
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -195,8 +242,10 @@ static void reply(int sock, struct morsel_cache_reply *rep, int fd)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
-		;
+	do
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -1 : 0;
 }
 
 /* One request: validate it, answer it.  0 to go on, -1 when closed. */
@@ -211,7 +260,8 @@ static int serve_one(struct conn *c)
 	struct iovec iov = { &req, sizeof(req) };
 	struct msghdr msg;
 	struct cmsghdr *cm;
-	int fds[8], nfd = 0, i, k, err = 0, out = -1;
+	int fds[8], nfd = 0, i, k, err = 0, out = -1, gone;
+	void *sent = NULL;
 	ssize_t n;
 
 	memset(&msg, 0, sizeof(msg));
@@ -223,6 +273,9 @@ static int serve_one(struct conn *c)
 	n = recvmsg(c->sock, &msg, MSG_CMSG_CLOEXEC);
 	if (n < 0 && errno == EINTR)
 		return 0;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && verbose)
+		log_msg("pid %d uid %d: idle for %u s, closed", c->who.pid,
+			c->who.uid, idle_timeout);
 	for (cm = CMSG_FIRSTHDR(&msg); n > 0 && cm; cm = CMSG_NXTHDR(&msg, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -271,21 +324,74 @@ static int serve_one(struct conn *c)
 		index_stats(&rep);
 	} else {
 		/* index_get logs its own refusals. */
-		out = index_get(fds[0], &c->who, &rep);
+		out = index_get(fds[0], &c->who, &rep, &sent);
 		if (out < 0)
 			err = -out;
 	}
 	for (i = 0; i < nfd; i++)
 		close(fds[i]);
 	rep.error = err;
-	reply(c->sock, &rep, out);
-	if (out >= 0)
+	gone = reply(c->sock, &rep, out);
+	if (gone && errno == EAGAIN)
+		log_msg("pid %d uid %d: does not read its replies: closed",
+			c->who.pid, c->who.uid);
+	if (out >= 0) {
 		close(out);
+		index_sent(sent);
+	}
 	pthread_mutex_lock(&busy_lock);
 	if (!--busy)
 		pthread_cond_broadcast(&idle);
 	pthread_mutex_unlock(&busy_lock);
-	return 0;
+	return gone;
+}
+
+/* One more connection of @uid: 0, or -1 if it has max_user_conns. */
+static int uconn_get(uint32_t uid)
+{
+	struct uconn *grown;
+	size_t i;
+	int r = 0;
+
+	pthread_mutex_lock(&uconns_lock);
+	for (i = 0; i < nuconns && uconns[i].uid != uid; i++)
+		;
+	if (i == nuconns) {
+		if (nuconns == uconns_room) {
+			grown = realloc(uconns, (uconns_room ? 2 * uconns_room : 16) *
+						sizeof(*uconns));
+			if (!grown) {
+				r = -1;
+				goto out;
+			}
+			uconns = grown;
+			uconns_room = uconns_room ? 2 * uconns_room : 16;
+		}
+		uconns[nuconns].uid = uid;
+		uconns[nuconns++].n = 0;
+	}
+	if (uconns[i].n >= max_user_conns)
+		r = -1;
+	else
+		uconns[i].n++;
+out:
+	pthread_mutex_unlock(&uconns_lock);
+	return r;
+}
+
+static void uconn_put(uint32_t uid)
+{
+	size_t i;
+
+	pthread_mutex_lock(&uconns_lock);
+	for (i = 0; i < nuconns; i++) {
+		if (uconns[i].uid != uid)
+			continue;
+		if (!--uconns[i].n)
+			uconns[i] = uconns[--nuconns];
+		break;
+	}
+	pthread_mutex_unlock(&uconns_lock);
 }
 
 static void *serve(void *arg)
@@ -295,6 +401,7 @@ static void *serve(void *arg)
 	while (!serve_one(c))
 		;
 	close(c->sock);
+	uconn_put((uint32_t)c->who.uid);
 	free(c);
 	__atomic_sub_fetch(&conns, 1, __ATOMIC_RELAXED);
 	return NULL;
@@ -334,9 +441,22 @@ static void accept_one(int ls, pthread_attr_t *attr)
 		c->who.pid = cred.pid;
 		c->who.uid = cred.uid;
 	}
+	if (uconn_get((uint32_t)c->who.uid)) {
+		log_msg("uid %d: too many connections (%u): one refused",
+			c->who.uid, max_user_conns);
+		free(c);
+		goto fail;
+	}
+	/* A connection that sends nothing for so long is closed. */
+	if (idle_timeout) {
+		struct timeval tv = { .tv_sec = idle_timeout };
+
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	if (pthread_create(&t, attr, serve, c) == 0)
 		return;
 	log_msg("pthread_create: %s", strerror(errno));
+	uconn_put((uint32_t)c->who.uid);
 	free(c);
 fail:
 	close(s);
@@ -358,20 +478,107 @@ static void wait_idle(int ms)
 	pthread_mutex_unlock(&busy_lock);
 }
 
+/* A duration: seconds, or a number with s, m, h or d.  0 or -1. */
+static int parse_time(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mul = 1;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 's': end++; break;
+	case 'm': mul = 60; end++; break;
+	case 'h': mul = 3600; end++; break;
+	case 'd': mul = 86400; end++; break;
+	}
+	if (*end || v > UINT32_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+/* A file system type for --refuse-fs: a name or an f_type number. */
+static int parse_fs_type(const char *s, unsigned long *out)
+{
+	static const struct {
+		const char *name;
+		unsigned long magic;
+	} types[] = {
+		{ "fuse", FUSE_MAGIC }, { "nfs", 0x6969 },
+		{ "cifs", 0xff534d42 }, { "smb2", 0xfe534d42 },
+		{ "9p", 0x01021997 }, { "ceph", 0x00c36400 },
+		{ "tmpfs", 0x01021994 }, { "ramfs", 0x858458f6 },
+		{ "overlay", 0x794c7630 },
+	};
+	unsigned long long v;
+	unsigned int i;
+	char *end;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(s, types[i].name)) {
+			*out = types[i].magic;
+			return 0;
+		}
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || !v || v > UINT32_MAX)
+		return -1;
+	*out = (unsigned long)v;
+	return 0;
+}
+
+/*
+ * The soft RLIMIT_NOFILE up to the hard one: systemd starts services at
+ * 1024.  The daemon keeps no descriptor per cached file, but each
+ * connection and each request in flight takes some.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		/* An infinite hard limit: as far as fs.nr_open allows. */
+		rl.rlim_cur = 1 << 20;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			log_msg("setrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "budget", required_argument, NULL, 'b' },
+		{ "user-budget", required_argument, NULL, 'u' },
+		{ "min-size", required_argument, NULL, 'm' },
+		{ "max-age", required_argument, NULL, 'a' },
+		{ "idle-timeout", required_argument, NULL, 'i' },
+		{ "max-user-conns", required_argument, NULL, 'c' },
+		{ "refuse-fs", required_argument, NULL, 'f' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock_path = MORSEL_CACHED_SOCKET, *dir = MORSEL_CACHED_DIR;
-	uint64_t budget = 0, fs_size;
-	int ready = -1, o, dfd, ls, sfd;
+	struct cache_config cfg = {
+		.min_size = 4096, .max_age = 86400,
+		.refuse_fs = { FUSE_MAGIC }, .n_refuse_fs = 1,
+	};
+	uint64_t budget = 0, user_budget = 0, fs_size, t;
+	int ready = -1, o, dfd, ls, sfd, err;
 	struct signalfd_siginfo si;
 	struct pollfd pf[2];
 	pthread_attr_t attr;
@@ -395,6 +602,54 @@ int main(int argc, char **argv)
 					optarg);
 				usage(2);
 			}
+			break;
+		case 'u':
+			if (morsel_cache_parse_size(optarg, &user_budget) ||
+			    !user_budget) {
+				fprintf(stderr, "morsel-cached: bad --user-budget %s\n",
+					optarg);
+				usage(2);
+			}
+			break;
+		case 'm':
+			if (morsel_cache_parse_size(optarg, &cfg.min_size)) {
+				fprintf(stderr, "morsel-cached: bad --min-size %s\n",
+					optarg);
+				usage(2);
+			}
+			break;
+		case 'a':
+		case 'i':
+			if (parse_time(optarg, &t)) {
+				fprintf(stderr, "morsel-cached: bad --%s %s\n",
+					o == 'a' ? "max-age" : "idle-timeout",
+					optarg);
+				usage(2);
+			}
+			if (o == 'a')
+				cfg.max_age = t;
+			else
+				idle_timeout = (unsigned int)t;
+			break;
+		case 'c':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 ||
+			    v > MAX_CONNS) {
+				fprintf(stderr, "morsel-cached: bad --max-user-conns %s\n",
+					optarg);
+				usage(2);
+			}
+			max_user_conns = (unsigned int)v;
+			break;
+		case 'f':
+			if (cfg.n_refuse_fs == MAX_REFUSE_FS ||
+			    parse_fs_type(optarg, &cfg.refuse_fs[cfg.n_refuse_fs])) {
+				fprintf(stderr, "morsel-cached: bad --refuse-fs %s\n",
+					optarg);
+				usage(2);
+			}
+			cfg.n_refuse_fs++;
 			break;
 		case 'r':
 			errno = 0;
@@ -438,10 +693,16 @@ int main(int argc, char **argv)
 	dfd = open_dir(dir, &fs_size);
 	if (dfd < 0 || sfd < 0)
 		return 1;
+	raise_nofile();
 	if (!budget)
 		budget = fs_size;
-	if (index_init(dfd, budget)) {
-		log_msg("%s: %s", dir, strerror(errno));
+	cfg.budget = budget;
+	cfg.user_budget = user_budget ? user_budget : budget / 2;
+	if (cfg.user_budget > budget)
+		cfg.user_budget = budget;
+	err = index_init(dfd, &cfg);
+	if (err) {
+		log_msg("%s: %s", dir, strerror(-err));
 		return 1;
 	}
 	ls = listen_on(sock_path, &bound);
@@ -451,8 +712,9 @@ int main(int argc, char **argv)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);
-	log_msg("listening on %s, cache %s, budget %" PRIu64 " MiB", sock_path,
-		dir, budget >> 20);
+	log_msg("listening on %s, cache %s, budget %" PRIu64 " MiB, %" PRIu64
+		" MiB per uid", sock_path, dir, budget >> 20,
+		cfg.user_budget >> 20);
 	if (ready >= 0) {
 		if (write(ready, "r", 1) != 1)
 			log_msg("--ready-fd %d: %s", ready, strerror(errno));

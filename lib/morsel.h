@@ -121,10 +121,13 @@ int morsel_cache_connect(const char *socket_path);
 /*
  * Ask for the file open as @fd; returns the morsel fd (O_RDONLY, O_CLOEXEC)
  * and fills @info (may be NULL), or -errno: EACCES (@fd not open for
- * reading), EINVAL (not a regular file, empty, or on morselfs), EFBIG
- * (larger than the largest morsel), ENOSPC (over the budget and nothing can
- * be evicted), ESTALE (the file changed while it was loaded), EIO (a short
- * read), ECONNRESET or EPIPE (the daemon went away).
+ * reading), EINVAL (not a regular file, empty, below the daemon's minimum
+ * size, sparse, or on morselfs), EFBIG (larger than the largest morsel),
+ * ENOSPC (over the budget and nothing can be evicted), EDQUOT (over the
+ * caller's uid's share), EMEDIUMTYPE (a file system the daemon refuses:
+ * FUSE, or one named by --refuse-fs), ESTALE (the file changed while it
+ * was loaded), EIO (a short read), ECONNRESET or EPIPE (the daemon went
+ * away).
  */
 int morsel_cache_get(int sock, int fd, struct morsel_cache_info *info);
 /*

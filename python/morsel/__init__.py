@@ -636,8 +636,10 @@ def cache_map(path_or_fd, socket=None):
     ``fileno()``, open for reading; it stays open).  *socket* is the
     daemon's socket; None means ``$MORSEL_CACHED_SOCKET``, else
     ``/run/morsel-cached.sock``.  Errors raise OSError: EACCES (not open
-    for reading), EINVAL (not a regular file, empty, on morselfs), ENOSPC
-    (over the daemon's budget), ESTALE (the file changed while loaded),
+    for reading), EINVAL (not a regular file, empty, too small, sparse, on
+    morselfs), ENOSPC (over the daemon's budget), EDQUOT (over your uid's
+    share), EMEDIUMTYPE (a refused file system, FUSE for one), ESTALE (the
+    file changed while loaded),
     ECONNREFUSED or ENOENT (no daemon), ...
     """
     fn = _cache_fn("cache_map")
