@@ -276,34 +276,31 @@ static struct morsel_cache_stats stats(FIXTURE_DATA(cached) *self)
 }
 
 /*
- * Files in the cache directory that are cached entries (not the r.*
- * ones, retired: out of the index, still held by a client).
+ * Files in the cache directory: the cached entries, or with @retired the
+ * retired ones (r.*: out of the index, still held by a client).
  */
-static int cache_files(FIXTURE_DATA(cached) *self)
+static int dir_files(FIXTURE_DATA(cached) *self, bool retired)
 {
 	DIR *d = opendir(self->dir);
 	struct dirent *e;
 	int n = 0;
 
 	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.' && strncmp(e->d_name, "r.", 2);
+		n += retired ? !strncmp(e->d_name, "r.", 2) :
+			       e->d_name[0] != '.' && strncmp(e->d_name, "r.", 2);
 	if (d)
 		closedir(d);
 	return n;
 }
 
-/* Retired morsels (r.*) in the cache directory. */
+static int cache_files(FIXTURE_DATA(cached) *self)
+{
+	return dir_files(self, false);
+}
+
 static int retired_files(FIXTURE_DATA(cached) *self)
 {
-	DIR *d = opendir(self->dir);
-	struct dirent *e;
-	int n = 0;
-
-	while (d && (e = readdir(d)))
-		n += !strncmp(e->d_name, "r.", 2);
-	if (d)
-		closedir(d);
-	return n;
+	return dir_files(self, true);
 }
 
 /* /sys/fs/morselfs/@name: a global counter of the module. */
