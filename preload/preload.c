@@ -22,6 +22,8 @@
  * ':') whose files the user says do not change while mapped;
  * MORSEL_PRELOAD_DEBUG=1, one line on stderr per decision (=2: anonymous
  * mmaps too); MORSEL_PRELOAD_DISABLE=1, every call goes to the kernel;
+ * MORSEL_PRELOAD_TIMEOUT, the longest a request to the daemon may take
+ * before the mmap goes to the kernel (seconds, default 30, 0: no limit);
  * MORSEL_PRELOAD_STATS=FILE, one line "mmap <cached|real> <bytes> <ns>"
  * appended per mmap of a file at or above the threshold.  In
  * secure-execution mode (AT_SECURE: setuid, setgid or file capabilities,
@@ -34,9 +36,12 @@
  * connection, kept at a high number and checked by identity before every
  * use and close.
  *
- * Locking: conn_lock serializes the daemon connection (one per process,
- * made again after fork: conn.pid); the table has its own lock (table.c).
- * Both are taken around fork.  The decisions that need no daemon take no
+ * Locking: conn_lock guards the process's daemon connection (conn; made
+ * again after fork: conn.pid); a thread that finds it taken asks over a
+ * connection of its own (cache_get).  in_request (per thread) keeps a
+ * signal handler from asking while its thread is asking.  The table has
+ * its own lock (table.c), held with signals blocked and taken around
+ * fork; conn_lock is not (fork_prepare).  The decisions that need no daemon take no
  * lock, and files below the threshold cost one fstat.  The configuration
  * (threshold, socket, dirs[]) is written only by the constructor, before
  * any thread of the program runs, and read without a lock after.
@@ -52,6 +57,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -96,7 +103,12 @@ static const char *dirs[MAX_DIRS];
 static size_t dirs_len[MAX_DIRS];
 static unsigned int ndirs;
 
+/* MORSEL_PRELOAD_TIMEOUT: the longest a request waits, in seconds. */
+static unsigned int timeout_s = 30;
+
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Set while this thread asks the daemon (a signal handler may interrupt). */
+static __thread volatile sig_atomic_t in_request;
 static struct {
 	int sock;			/* -1: not connected */
 	pid_t pid;			/* the process that connected */
@@ -139,16 +151,28 @@ void shim_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * fork takes the table's lock (the child needs a whole table), never
+ * conn_lock: a thread waiting for the daemon would hold up every fork
+ * (review 2026-11b L7).  The child starts with a fresh conn_lock and
+ * never uses the parent's connection (conn.pid); it closes its copy in
+ * cache_get, when that is still the socket (a copy caught mid-update is
+ * left to O_CLOEXEC, as are other threads' private connections).
+ */
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&conn_lock);
 	table_lock_all();
 }
 
-static void fork_done(void)
+static void fork_parent(void)
 {
 	table_unlock_all();
-	pthread_mutex_unlock(&conn_lock);
+}
+
+static void fork_child(void)
+{
+	pthread_mutex_init(&conn_lock, NULL);
+	table_unlock_all();
 }
 
 /*
@@ -232,13 +256,26 @@ __attribute__((constructor)) static void shim_init(void)
 	else if (s && *s)
 		shim_say("MORSEL_CACHED_SOCKET is too long; using %s",
 			 MORSEL_CACHED_SOCKET);
+	s = shim_getenv("MORSEL_PRELOAD_TIMEOUT");
+	if (s) {
+		char *end;
+		unsigned long t;
+
+		errno = 0;
+		t = strtoul(s, &end, 10);
+		if (errno || end == s || *end || t > 86400)
+			shim_say("MORSEL_PRELOAD_TIMEOUT=%s is not a number of "
+				 "seconds (0 to 86400); using %u", s, timeout_s);
+		else
+			timeout_s = (unsigned int)t;
+	}
 	s = shim_getenv("MORSEL_PRELOAD_STATS");
 	if (s && strlen(s) < sizeof(stats_path))
 		strcpy(stats_path, s);
 	s = shim_getenv("MORSEL_PRELOAD_DIRS");
 	if (s)
 		parse_dirs(s);
-	pthread_atfork(fork_prepare, fork_done, fork_done);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	shim_say("loaded: %s, threshold %llu bytes, socket %s",
 		 enabled ? "enabled" : "disabled",
 		 (unsigned long long)threshold, socket_path);
@@ -311,13 +348,63 @@ static int fd_high(int fd)
 }
 
 /*
+ * A new connection to the daemon with the request deadline set (send and
+ * receive time out after timeout_s seconds; 0: none): the socket, or
+ * -errno.
+ */
+static int connect_daemon(void)
+{
+	struct timeval tv = { .tv_sec = timeout_s };
+	int sock = morsel_cache_connect(socket_path);
+
+	if (sock >= 0 && timeout_s &&
+	    (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	     setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))) {
+		int err = -errno;
+
+		close(sock);
+		return err;
+	}
+	return sock;
+}
+
+/*
+ * Did the daemon fail the connection (so it must not be used again)?  A
+ * request that timed out counts: its reply may still come, and would be
+ * read as the answer to the next one.
+ */
+static int conn_failed(int r)
+{
+	return r == -ECONNRESET || r == -EPIPE || r == -ENOTCONN ||
+	       r == -EBADMSG || r == -EPROTO || r == -ECONNREFUSED ||
+	       r == -EAGAIN || r == -EWOULDBLOCK;
+}
+
+static void say_failure(int r, char *why, size_t room)
+{
+	if (r == -EAGAIN || r == -EWOULDBLOCK)
+		snprintf(why, room, "daemon did not answer within %u s",
+			 timeout_s);
+	else if (conn_failed(r))
+		snprintf(why, room, "daemon went away: %s", strerror(-r));
+	else
+		snprintf(why, room, "daemon refused: %s", strerror(-r));
+}
+
+/*
  * Ask the daemon for @fd: the morsel fd, or -1 with a reason in @why.
- * One connection per process; after fork the child connects anew, and a
- * connection the daemon dropped is made again once.  @fd travels as
- * SCM_RIGHTS: the message holds a reference to the open file, no
- * descriptor of ours, and the daemon closes its copy in its own
+ * @fd travels as SCM_RIGHTS: the message holds a reference to the open
+ * file, no descriptor of ours, and the daemon closes its copy in its own
  * descriptor table, so the program's POSIX locks (owned by our table)
  * are not touched either way.
+ *
+ * The process's connection is used by one thread at a time; a thread
+ * that finds it busy asks over a connection of its own, closed at the end
+ * of the call, so one thread's cold load delays no other thread's mmap
+ * (review 2026-11b L7).  A fork child connects anew; a connection the
+ * daemon dropped is made again once; no request waits longer than
+ * MORSEL_PRELOAD_TIMEOUT.  A call from a signal handler that interrupted
+ * this thread's own request goes to the kernel.
  */
 static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 		     size_t room)
@@ -326,7 +413,28 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 	struct stat st;
 	int tries, r = -ENOTCONN;
 
-	pthread_mutex_lock(&conn_lock);
+	if (in_request) {
+		snprintf(why, room, "called inside this thread's own daemon "
+			 "request (from a signal handler)");
+		return -1;
+	}
+	in_request = 1;
+	if (pthread_mutex_trylock(&conn_lock)) {
+		int sock = connect_daemon();
+
+		if (sock < 0) {
+			snprintf(why, room, "no daemon (connect: %s)",
+				 strerror(-sock));
+			in_request = 0;
+			return -1;
+		}
+		r = morsel_cache_get(sock, fd, info);
+		close(sock);
+		if (r < 0)
+			say_failure(r, why, room);
+		in_request = 0;
+		return r < 0 ? -1 : r;
+	}
 	if (conn.sock >= 0 && (conn.pid != pid || !conn_still_ours())) {
 		/* The parent's connection (ours to close) or a reused number. */
 		if (conn.pid != pid && conn_still_ours())
@@ -335,7 +443,7 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 	}
 	for (tries = 0; tries < 2; tries++) {
 		if (conn.sock < 0) {
-			r = morsel_cache_connect(socket_path);
+			r = connect_daemon();
 			if (r < 0) {
 				snprintf(why, room, "no daemon (connect: %s)",
 					 strerror(-r));
@@ -350,17 +458,17 @@ static int cache_get(int fd, struct morsel_cache_info *info, char *why,
 		r = morsel_cache_get(conn.sock, fd, info);
 		if (r >= 0)
 			break;
-		snprintf(why, room, "daemon refused: %s", strerror(-r));
-		if (r != -ECONNRESET && r != -EPIPE && r != -ENOTCONN &&
-		    r != -EBADMSG && r != -EPROTO &&
-		    r != -ECONNREFUSED)
+		say_failure(r, why, room);
+		if (!conn_failed(r))
 			break;
-		snprintf(why, room, "daemon went away: %s", strerror(-r));
 		if (conn_still_ours())
 			close(conn.sock);
 		conn.sock = -1;
+		if (r == -EAGAIN || r == -EWOULDBLOCK)
+			break;		/* the deadline is spent */
 	}
 	pthread_mutex_unlock(&conn_lock);
+	in_request = 0;
 	return r < 0 ? -1 : r;
 }
 
@@ -536,6 +644,7 @@ static int map_cached(size_t len, int flags, int fd, off_t off,
 {
 	struct morsel_cache_info info;
 	struct shim_ident id;
+	struct rlimit rl;
 	char path[PATH_MAX];
 	struct statfs sf;
 	uint64_t extent, ulen;
@@ -583,6 +692,18 @@ static int map_cached(size_t len, int flags, int fd, off_t off,
 	    ulen > extent - off) {
 		snprintf(why, room, "past the morsel's extent (%llu)",
 			 (unsigned long long)extent);
+		return -1;
+	}
+	/*
+	 * The mount and the standby take two extents of address space where
+	 * the kernel's mapping takes len bytes: under a finite RLIMIT_AS that
+	 * could make this or a later mmap of the program fail where it would
+	 * not without the shim (review 2026-11b L8).
+	 */
+	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		snprintf(why, room, "RLIMIT_AS is set (the mount and its "
+			 "standby would take %llu bytes of address space)",
+			 2 * (unsigned long long)extent);
 		return -1;
 	}
 	mfd = cache_get(fd, &info, why, room);

@@ -13,6 +13,8 @@
 #ifndef MORSEL_PRELOAD_H
 #define MORSEL_PRELOAD_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -58,6 +60,39 @@ static inline void *real_mremap(void *old, size_t old_len, size_t new_len,
 			       new_addr);
 }
 
+/*
+ * A lock held with every signal blocked.  A signal handler may call mmap,
+ * munmap, mprotect, ... (they are async-signal-safe), and on a thread that
+ * holds the lock its call would wait for the thread it interrupted, for
+ * ever (review 2026-11b L7).  Blocked, the signal comes when the lock is
+ * released.  Only for locks held briefly: a pending SIGINT waits as long.
+ * The holder keeps the mask it had in the lock.
+ */
+struct shim_lock {
+	pthread_mutex_t m;
+	sigset_t old;
+};
+
+#define SHIM_LOCK_INIT { .m = PTHREAD_MUTEX_INITIALIZER }
+
+static inline void shim_lock(struct shim_lock *l)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_mutex_lock(&l->m);
+	l->old = old;
+}
+
+static inline void shim_unlock(struct shim_lock *l)
+{
+	sigset_t old = l->old;
+
+	pthread_mutex_unlock(&l->m);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* preload.c: MORSEL_PRELOAD_DEBUG=1 prints one line per decision. */
 extern int shim_debug_on;
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -101,7 +136,7 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
  * one cannot be swapped.
  */
 int table_before_fixed(uintptr_t addr, size_t len);
-/* Take and release the table's lock (around fork). */
+/* Take and release the table's lock (around fork; signals blocked). */
 void table_lock_all(void);
 void table_unlock_all(void);
 

@@ -43,6 +43,8 @@
  * (atomic load) so that calls in a process with no shim mapping cost
  * nothing.  No malloc: the arrays are raw anonymous mappings, so an
  * allocator that itself calls munmap cannot deadlock on table_lock.
+ * table_lock is held with every signal blocked (shim_lock), so a signal
+ * handler that maps or unmaps never runs on a thread that holds it.
  * preload.c takes table_lock around fork (pthread_atfork).
  */
 #define _GNU_SOURCE
@@ -75,18 +77,18 @@ struct shim_map {
 	struct timespec mtim, ctim;
 };
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_lock table_lock = SHIM_LOCK_INIT;
 static struct shim_map *maps;		/* sorted by base, disjoint */
 static unsigned int nmaps, maps_cap;
 
 void table_lock_all(void)
 {
-	pthread_mutex_lock(&table_lock);
+	shim_lock(&table_lock);
 }
 
 void table_unlock_all(void)
 {
-	pthread_mutex_unlock(&table_lock);
+	shim_unlock(&table_lock);
 }
 
 static unsigned int count(void)
@@ -125,7 +127,7 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 	}
 	if (path)
 		strcpy(path, id->path);
-	pthread_mutex_lock(&table_lock);
+	shim_lock(&table_lock);
 	if (nmaps == maps_cap) {
 		unsigned int cap = maps_cap ? 2 * maps_cap :
 			SHIM_PAGE / sizeof(*maps);
@@ -133,7 +135,7 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 				   cap * sizeof(*maps));
 
 		if (!p) {
-			pthread_mutex_unlock(&table_lock);
+			shim_unlock(&table_lock);
 			real_munmap(live, SHIM_PAGE);
 			if (path)
 				real_munmap(path, room);
@@ -161,7 +163,7 @@ int table_add(uintptr_t base, size_t extent, uintptr_t start, uintptr_t end,
 		maps[i].ctim = id->st->st_ctim;
 	}
 	__atomic_store_n(&nmaps, nmaps + 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&table_lock);
+	shim_unlock(&table_lock);
 	return 0;
 }
 
@@ -405,9 +407,9 @@ int table_before_fixed(uintptr_t addr, size_t len)
 
 	if (!count() || !span((void *)addr, len, &a, &b))
 		return 0;
-	pthread_mutex_lock(&table_lock);
+	shim_lock(&table_lock);
 	ret = swap_range(a, b, "mmap MAP_FIXED");
-	pthread_mutex_unlock(&table_lock);
+	shim_unlock(&table_lock);
 	return ret;
 }
 
@@ -419,7 +421,7 @@ SHIM_EXPORT int munmap(void *addr, size_t len)
 
 	if (!count() || !span(addr, len, &a, &b))
 		return real_munmap(addr, len);
-	pthread_mutex_lock(&table_lock);
+	shim_lock(&table_lock);
 	/*
 	 * A range over a standby: swap those entries first, so that the
 	 * kernel never unmaps a standby under the shim (the swap would move
@@ -430,7 +432,7 @@ SHIM_EXPORT int munmap(void *addr, size_t len)
 		if (!in_standby(&maps[i], a, b)) {
 			i++;
 		} else if (swap(i, "munmap over a standby")) {
-			pthread_mutex_unlock(&table_lock);
+			shim_unlock(&table_lock);
 			return -1;
 		}
 	}
@@ -474,7 +476,7 @@ SHIM_EXPORT int munmap(void *addr, size_t len)
 		ret = -1;
 		err = errno;
 	}
-	pthread_mutex_unlock(&table_lock);
+	shim_unlock(&table_lock);
 	errno = err;
 	return ret;
 }
@@ -486,19 +488,19 @@ SHIM_EXPORT int mprotect(void *addr, size_t len, int prot)
 
 	if (!count() || !span(addr, len, &a, &b))
 		return real_mprotect(addr, len, prot);
-	pthread_mutex_lock(&table_lock);
+	shim_lock(&table_lock);
 	m = find(a, b);
 	if (m && prot == PROT_READ && inside_live(m, a, b)) {
-		pthread_mutex_unlock(&table_lock);
+		shim_unlock(&table_lock);
 		shim_say("mprotect [%#lx, %#lx) PROT_READ: already so",
 			 (unsigned long)a, (unsigned long)b);
 		return 0;
 	}
 	if (m && swap_range(a, b, "mprotect")) {
-		pthread_mutex_unlock(&table_lock);
+		shim_unlock(&table_lock);
 		return -1;
 	}
-	pthread_mutex_unlock(&table_lock);
+	shim_unlock(&table_lock);
 	return real_mprotect(addr, len, prot);
 }
 
@@ -530,10 +532,10 @@ SHIM_EXPORT int madvise(void *addr, size_t len, int advice)
 
 	if (!count() || !span(addr, len, &a, &b))
 		return real_madvise(addr, len, advice);
-	pthread_mutex_lock(&table_lock);
+	shim_lock(&table_lock);
 	m = find(a, b);
 	if (m && answer >= 0 && inside_live(m, a, b)) {
-		pthread_mutex_unlock(&table_lock);
+		shim_unlock(&table_lock);
 		shim_say("madvise [%#lx, %#lx) advice %d: %s", (unsigned long)a,
 			 (unsigned long)b, advice,
 			 answer ? "EINVAL (as any file mapping)" : "nothing to do");
@@ -544,10 +546,10 @@ SHIM_EXPORT int madvise(void *addr, size_t len, int advice)
 		return 0;
 	}
 	if (m && swap_range(a, b, "madvise")) {
-		pthread_mutex_unlock(&table_lock);
+		shim_unlock(&table_lock);
 		return -1;
 	}
-	pthread_mutex_unlock(&table_lock);
+	shim_unlock(&table_lock);
 	return real_madvise(addr, len, advice);
 }
 
@@ -567,14 +569,14 @@ SHIM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len,
 	if (count()) {
 		int err = 0;
 
-		pthread_mutex_lock(&table_lock);
+		shim_lock(&table_lock);
 		/* old_len 0 (a duplicate) still names the mapping at old. */
 		if (span(old, old_len ? old_len : 1, &a, &b))
 			err = swap_range(a, b, "mremap");
 		if (!err && (flags & MREMAP_FIXED) &&
 		    span(new_addr, new_len, &a, &b))
 			err = swap_range(a, b, "mremap target");
-		pthread_mutex_unlock(&table_lock);
+		shim_unlock(&table_lock);
 		if (err)
 			return MAP_FAILED;
 	}

@@ -60,7 +60,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -69,6 +73,7 @@
 
 #include "kselftest_harness.h"
 #include "morsel.h"
+#include "cache_proto.h"
 #include "ksft_util.h"
 
 #define KiB 1024UL
@@ -492,13 +497,245 @@ static int changed_main(const char *file)
 	return 0;
 }
 
+/* ---- a stand-in daemon: requests answered only when the test says ---- */
+
+#define STANDIN "/tmp/preload_test_standin.sock"
+
+/*
+ * A thread of the test that listens on STANDIN like morsel-cached: it
+ * writes a byte to @note (if >= 0) for each request it receives, and once
+ * @answer_at requests are waiting (0: never) it refuses all of them
+ * (EACCES) and closes their connections.  It runs until stop().
+ */
+struct standin {
+	int lfd, note, answer_at, stop[2];
+	pthread_t th;
+};
+
+static void *standin_fn(void *arg)
+{
+	struct standin *d = arg;
+	struct pollfd pf[10];
+	struct morsel_cache_req req[8];
+	int conn[8], nconn = 0, waiting = 0, i, j;
+
+	for (;;) {
+		pf[0] = (struct pollfd){ .fd = d->stop[0], .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = d->lfd, .events = POLLIN };
+		for (i = 0; i < nconn; i++)
+			pf[2 + i] = (struct pollfd){ .fd = conn[i], .events = POLLIN };
+		if (poll(pf, 2 + nconn, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		if ((pf[1].revents & POLLIN) && nconn < 8) {
+			int c = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (c >= 0)
+				conn[nconn++] = c;
+		}
+		for (i = 0; i < nconn; i++) {
+			union {
+				char buf[CMSG_SPACE(sizeof(int) * 8)];
+				struct cmsghdr align;
+			} u;
+			struct iovec iov = { &req[i], sizeof(req[i]) };
+			struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+					      .msg_control = u.buf,
+					      .msg_controllen = sizeof(u.buf) };
+			struct cmsghdr *c;
+
+			if (!(pf[2 + i].revents & (POLLIN | POLLHUP)))
+				continue;
+			if (recvmsg(conn[i], &msg, MSG_CMSG_CLOEXEC) <= 0) {
+				close(conn[i]);	/* gone: forget it */
+				conn[i] = conn[--nconn];
+				pf[2 + i] = pf[2 + nconn];
+				i--;
+				continue;
+			}
+			for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+				for (j = 0; j < (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)); j++)
+					close(((int *)CMSG_DATA(c))[j]);
+			waiting++;
+			if (d->note >= 0 && write(d->note, "r", 1) != 1)
+				break;
+		}
+		if (d->answer_at && waiting >= d->answer_at) {
+			for (i = 0; i < nconn; i++) {
+				struct morsel_cache_reply rep = {
+					.magic = MORSEL_CACHE_MAGIC,
+					.version = MORSEL_CACHE_VERSION,
+					.op = req[i].op, .error = EACCES };
+
+				if (send(conn[i], &rep, sizeof(rep), MSG_NOSIGNAL) < 0)
+					break;
+				close(conn[i]);
+			}
+			nconn = waiting = 0;
+		}
+	}
+	for (i = 0; i < nconn; i++)
+		close(conn[i]);
+	return NULL;
+}
+
+/* Start a stand-in on STANDIN; 0 or -1. */
+static int standin_start(struct standin *d, int note, int answer_at)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = STANDIN };
+
+	d->note = note;
+	d->answer_at = answer_at;
+	unlink(STANDIN);
+	d->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (d->lfd < 0 || bind(d->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(d->lfd, 8) || pipe2(d->stop, O_CLOEXEC))
+		return -1;
+	return pthread_create(&d->th, NULL, standin_fn, d) ? -1 : 0;
+}
+
+static void standin_stop(struct standin *d)
+{
+	if (write(d->stop[1], "s", 1) == 1)
+		pthread_join(d->th, NULL);
+	close(d->stop[0]);
+	close(d->stop[1]);
+	close(d->lfd);
+	unlink(STANDIN);
+}
+
+/* Under the stand-in: a thread's mmap of FILE, and how it went. */
+struct asker {
+	const char *file;
+	pthread_t th;
+	void *p;
+};
+
+static void *ask_fn(void *arg)
+{
+	struct asker *a = arg;
+	int fd = open(a->file, O_RDONLY | O_CLOEXEC);
+
+	a->p = fd < 0 ? MAP_FAILED : mmap(NULL, BIG, PROT_READ, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* "ordinary" if @p maps @file with its bytes, else what is wrong. */
+static const char *mapped_as(void *p, const char *file)
+{
+	if (p == MAP_FAILED)
+		return "failed";
+	if (!is_file(p, file))
+		return is_cached(p) ? "cached" : "unknown";
+	return check_bytes(p, 0, BIG, BIG) >= 0 ? "wrong bytes" : "ordinary";
+}
+
+/* The stand-in's note descriptor ($PRELOAD_TEST_NOTE): one byte. */
+static int await_request(void)
+{
+	const char *s = getenv("PRELOAD_TEST_NOTE");
+	char c;
+
+	return s && read(atoi(s), &c, 1) == 1 ? 0 : -1;
+}
+
+/* Another request to the stand-in, which makes it answer (answer_at 2). */
+static int nudge(void)
+{
+	int sock = morsel_cache_connect(STANDIN), r;
+	struct morsel_cache_stats st;
+
+	if (sock < 0)
+		return -1;
+	r = morsel_cache_stats(sock, &st);
+	close(sock);
+	return r == -EACCES ? 0 : -1;
+}
+
+static volatile void *handler_p = MAP_FAILED;
+static const char *handler_file;
+static int handler_done = -1;
+
+static void handler_maps(int sig)
+{
+	int fd = open(handler_file, O_RDONLY | O_CLOEXEC);
+	char c = 'h';
+
+	(void)sig;
+	handler_p = mmap(NULL, BIG, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (write(handler_done, &c, 1) != 1)
+		handler_p = MAP_FAILED;
+}
+
+/*
+ * --child two FILE: two threads map FILE at once (the stand-in answers
+ * when both asked).  --child fork FILE: a thread maps FILE; once its
+ * request is in, the main thread forks (the child exits at once) and then
+ * lets the stand-in answer.  --child signal FILE: the same, but a signal
+ * whose handler maps FILE.2 interrupts the asking thread.  Each prints
+ * what it saw, a line per step.
+ */
+static int standin_main(const char *mode, const char *file)
+{
+	struct asker a = { .file = file }, b = { .file = file };
+	char other[PATH_MAX], c;
+	int status, p[2];
+	pid_t pid;
+
+	if (!strcmp(mode, "two")) {
+		if (pthread_create(&a.th, NULL, ask_fn, &a) ||
+		    pthread_create(&b.th, NULL, ask_fn, &b))
+			return 3;
+		pthread_join(a.th, NULL);
+		pthread_join(b.th, NULL);
+		printf("a: %s\nb: %s\n", mapped_as(a.p, file), mapped_as(b.p, file));
+		return 0;
+	}
+	snprintf(other, sizeof(other), "%s.2", file);
+	if (pipe2(p, O_CLOEXEC))
+		return 3;
+	handler_file = other;
+	handler_done = p[1];
+	signal(SIGUSR1, handler_maps);
+	if (pthread_create(&a.th, NULL, ask_fn, &a) || await_request())
+		return 4;
+	printf("request in\n");
+	fflush(stdout);
+	if (!strcmp(mode, "fork")) {
+		pid = fork();
+		if (!pid)
+			_exit(0);
+		if (pid < 0 || waitpid(pid, &status, 0) != pid)
+			return 5;
+		printf("forked\n");
+	} else {
+		pthread_kill(a.th, SIGUSR1);
+		if (read(p[0], &c, 1) != 1)
+			return 5;
+		printf("handler: %s\n", mapped_as((void *)handler_p, other));
+	}
+	fflush(stdout);
+	if (nudge())
+		return 6;
+	pthread_join(a.th, NULL);
+	printf("thread: %s\n", mapped_as(a.p, file));
+	return 0;
+}
+
 /*
  * --child map FILE: map FILE whole, read-only and shared, check its bytes
  * and errno; print "cached" or "ordinary", "errno kept" or not.
- * --child lock..., see lock_main(); --child changed, changed_main().
+ * --child map-as-limit FILE: the same under a finite RLIMIT_AS (256 GiB).
+ * --child lock..., see lock_main(); --child changed, changed_main();
+ * --child two|fork|signal, standin_main().
  */
 static int child_main(const char *mode, const char *file)
 {
+	struct rlimit as = { 256UL << 30, 256UL << 30 };
 	struct stat st;
 	uint8_t *p;
 	int fd;
@@ -507,7 +744,12 @@ static int child_main(const char *mode, const char *file)
 		return lock_main(mode, file);
 	if (!strcmp(mode, "changed"))
 		return changed_main(file);
-	if (strcmp(mode, "map"))
+	if (!strcmp(mode, "two") || !strcmp(mode, "fork") ||
+	    !strcmp(mode, "signal"))
+		return standin_main(mode, file);
+	if (!strcmp(mode, "map-as-limit") && setrlimit(RLIMIT_AS, &as))
+		return 2;
+	if (strncmp(mode, "map", 3))
 		return 2;
 	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st))
@@ -1653,6 +1895,120 @@ TEST(cached_opted_in_file_changed_swap_says_so)
 	ASSERT_NE(NULL, strstr(out, "warning: " TDIR "/changed changed while "
 			       "mapped from the cache")) TH_LOG("%s", out);
 	ASSERT_EQ(1, occurrences(out, "morsel-preload[")) TH_LOG("%s", out);
+}
+
+/* ---- the daemon's slowness never holds the program (review 2026-11b L7) ---- */
+
+/* A daemon that never answers: the mmap goes to the kernel after the deadline. */
+TEST(stalled_daemon_deadline_falls_back)
+{
+	const char *env[] = { "MORSEL_CACHED_SOCKET=" STANDIN,
+			      "MORSEL_PRELOAD_TIMEOUT=1", NULL };
+	struct standin d;
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("stalled"), BIG));
+	ASSERT_EQ(0, standin_start(&d, -1, 0));
+	ASSERT_EQ(0, run_child("map", tpath("stalled"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	standin_stop(&d);
+	ASSERT_NE(NULL, strstr(out, "fallback: daemon did not answer within 1 s"))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
+}
+
+/*
+ * Two threads ask at once: the stand-in answers only when both requests
+ * are in, so a shim that made the second wait for the first's answer
+ * would never get one.
+ */
+TEST(two_threads_ask_at_once)
+{
+	const char *env[] = { "MORSEL_CACHED_SOCKET=" STANDIN, NULL };
+	struct standin d;
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("two"), BIG));
+	ASSERT_EQ(0, standin_start(&d, -1, 2));
+	ASSERT_EQ(0, run_child("two", tpath("two"), env, out, sizeof(out)))
+		TH_LOG("%s", out);
+	standin_stop(&d);
+	ASSERT_EQ(2, occurrences(out, "fallback: daemon refused: Permission denied"))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "a: ordinary\nb: ordinary\n")) TH_LOG("%s", out);
+}
+
+/* Runs --child @mode under a stand-in that notes requests, answers at 2. */
+static int noted_child(const char *mode, const char *file, char *out,
+		       size_t room)
+{
+	char kv[64];
+	const char *env[] = { "MORSEL_CACHED_SOCKET=" STANDIN, kv, NULL };
+	struct standin d;
+	int note[2], r;
+
+	if (pipe(note))	/* the read end is the child's */
+		return -1;
+	fcntl(note[1], F_SETFD, FD_CLOEXEC);
+	snprintf(kv, sizeof(kv), "PRELOAD_TEST_NOTE=%d", note[0]);
+	if (standin_start(&d, note[1], 2))
+		return -1;
+	r = run_child(mode, file, env, out, room);
+	standin_stop(&d);
+	close(note[0]);
+	close(note[1]);
+	return r;
+}
+
+/* A fork while another thread waits for the daemon does not wait too. */
+TEST(fork_while_a_thread_waits_for_the_daemon)
+{
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("forkwait"), BIG));
+	ASSERT_EQ(0, noted_child("fork", tpath("forkwait"), out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "request in\nforked\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "thread: ordinary\n")) TH_LOG("%s", out);
+}
+
+/*
+ * A signal handler that maps a file, run on the thread that is waiting
+ * for the daemon: its mmap goes to the kernel at once (it used to wait for
+ * the lock its own thread held, for ever).
+ */
+TEST(signal_handler_maps_during_a_request)
+{
+	char out[8192], other[PATH_MAX];
+
+	snprintf(other, sizeof(other), "%s.2", tpath("sigwait"));
+	ASSERT_EQ(0, pattern_file(tpath("sigwait"), BIG));
+	ASSERT_EQ(0, pattern_file(other, BIG));
+	ASSERT_EQ(0, noted_child("signal", tpath("sigwait"), out, sizeof(out)))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "fallback: called inside this thread's own daemon request"))
+		TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "request in\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "handler: ordinary\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "thread: ordinary\n")) TH_LOG("%s", out);
+}
+
+/*
+ * Under a finite RLIMIT_AS the mount and its standby would count two
+ * extents against it: the kernel maps the file (review 2026-11b L8).
+ */
+TEST(fallback_address_space_limit)
+{
+	const char *const env[] = { NULL };
+	char out[8192];
+
+	ASSERT_EQ(0, pattern_file(tpath("as_limit"), BIG));
+	ASSERT_EQ(0, run_child("map-as-limit", tpath("as_limit"), env, out,
+			       sizeof(out))) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "fallback: RLIMIT_AS is set")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
 }
 
 /* ---- the daemon, and this program again under LD_PRELOAD ---- */
