@@ -684,6 +684,7 @@ static const struct super_operations morsel_sops = {
 	.drop_inode = generic_delete_inode,
 	.evict_inode = morsel_evict_inode,
 	.show_options = morsel_show_options,
+	.shutdown = morsel_pm_shutdown,
 };
 
 enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM };

@@ -30,6 +30,7 @@ void morsel_pm_free_data(struct morsel_pm *pm, struct page *page);
 int morsel_pm_mount(struct super_block *sb, const char *path);
 struct inode *morsel_pm_load(struct super_block *sb);
 void morsel_pm_unmount(struct super_block *sb);
+void morsel_pm_shutdown(struct super_block *sb);
 const char *morsel_pm_path(struct super_block *sb);
 void morsel_pm_exit(void);
 void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree,

@@ -878,8 +878,17 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 		kfree(pm);
 		return -ENOMEM;
 	}
-	pm->bdev_file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE,
-					       sb, NULL);
+	/*
+	 * As a block file system opens its device (review 2026-11b L3):
+	 * BLK_OPEN_RESTRICT_WRITES refuses other writers (the block layer
+	 * writes the tables the MMU walks) where the administrator asked for
+	 * it (bdev_allow_write_mounted=0, CONFIG_BLK_DEV_WRITE_MOUNTED=n),
+	 * and fs_holder_ops tell the instance when the device goes away
+	 * (morsel_pm_shutdown).
+	 */
+	pm->bdev_file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE |
+					       BLK_OPEN_RESTRICT_WRITES,
+					       sb, &fs_holder_ops);
 	if (IS_ERR(pm->bdev_file)) {
 		err = PTR_ERR(pm->bdev_file);
 		pm->bdev_file = NULL;
@@ -1113,6 +1122,22 @@ struct inode *morsel_pm_load(struct super_block *sb)
 	mpm_free(pm->fs.links);
 	pm->fs.links = NULL;
 	return err ? ERR_PTR(err) : root;
+}
+
+/*
+ * The device is going away (fs_holder_ops' mark_dead: the namespace is
+ * being disabled or removed).  The removal waits until the device's pages
+ * are no longer used, and they are while the instance is mounted (the
+ * mount holds the pgmap: morsel_pm_mount), so the administrator is told
+ * to unmount.
+ */
+void morsel_pm_shutdown(struct super_block *sb)
+{
+	struct morsel_pm *pm = PM(sb);
+
+	if (pm)
+		pr_warn("morselfs: %s is being removed; the removal finishes when it is unmounted\n",
+			pm->path);
 }
 
 void morsel_pm_unmount(struct super_block *sb)

@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
+#include <poll.h>
 #include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -424,6 +426,7 @@ TEST_F(pm, renames_survive)
 TEST_F(pm, refused_inputs)
 {
 	char name[300], opts[128];
+	int fd;
 
 	memset(name, 'n', sizeof(name));
 	strcpy(name + 256, "");
@@ -443,6 +446,16 @@ TEST_F(pm, refused_inputs)
 	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, opts));
 	EXPECT_EQ(EBUSY, errno);
 	EXPECT_NE(0, run("tools/morsel mkfs -f $MORSEL_PMEM 2> /dev/null"));
+	/*
+	 * Nor written by anyone through the block layer (review 2026-11b L3:
+	 * vm/run boots with bdev_allow_write_mounted=0, which the mount's
+	 * BLK_OPEN_RESTRICT_WRITES then enforces); reading is allowed.
+	 */
+	EXPECT_EQ(-1, open(dev(), O_WRONLY | O_CLOEXEC));
+	EXPECT_EQ(EBUSY, errno);
+	fd = open(dev(), O_RDONLY | O_CLOEXEC);
+	EXPECT_LE(0, fd);
+	close(fd);
 	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, opts));
 	EXPECT_EQ(EINVAL, errno);
 	/* Limits and root attributes are the device's (review L4). */
@@ -461,6 +474,12 @@ TEST_F(pm, refused_inputs)
 	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, "pmem=/nonexistent"));
 	EXPECT_EQ(ENOENT, errno);
 	ASSERT_EQ(0, umount(DIR));
+	/* A device someone has open for writing is not mounted. */
+	fd = open(dev(), O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, do_mount());
+	EXPECT_EQ(EBUSY, errno);
+	close(fd);
 	/* An unformatted device. */
 	ASSERT_EQ(0, run("dd if=/dev/zero of=$MORSEL_PMEM bs=4096 count=1 conv=notrunc status=none"));
 	EXPECT_EQ(-1, do_mount());
@@ -478,6 +497,59 @@ TEST_F(pm, refused_inputs)
  * reached twice, are errors fsck reports (4), a mount refuses (EUCLEAN)
  * and fsck -y removes (1: the name; the second reference).
  */
+/*
+ * The NVDIMM namespace is removed while mounted (its driver unbound, as
+ * ndctl disable-namespace does after its own checks): the instance is told
+ * (fs_holder_ops: review 2026-11b L3) and says so; the removal waits until
+ * the unmount, since mappings and tables use the device's pages; then the
+ * device comes back (bound again) with the data.
+ */
+TEST_F(pm, removal_waits_for_unmount)
+{
+	char link[PATH_MAX], unbind[PATH_MAX + 64], line[1024];
+	const char *name;
+	struct pollfd pf;
+	int kmsg, status, said = 0;
+	ssize_t n;
+	pid_t pid;
+
+	put(p("kept"), "kept");
+	n = readlink("/sys/block/pmem0/device", link, sizeof(link) - 1);
+	ASSERT_LT(0, n);
+	link[n] = 0;
+	name = strrchr(link, '/') + 1;	/* pfn0.0: the fsdax device */
+	kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, kmsg);
+	lseek(kmsg, 0, SEEK_END);
+	snprintf(unbind, sizeof(unbind),
+		 "echo %s > /sys/bus/nd/drivers/nd_pmem/unbind", name);
+	pid = fork();
+	if (!pid)
+		_exit(run(unbind));
+	ASSERT_LT(0, pid);
+	/* The kernel's line; at most a minute (the test fails without it). */
+	pf = (struct pollfd){ .fd = kmsg, .events = POLLIN };
+	while (!said && poll(&pf, 1, 60000) == 1) {
+		while (!said && (n = read(kmsg, line, sizeof(line) - 1)) > 0) {
+			line[n] = 0;
+			said = strstr(line, "morselfs: /dev/pmem0 is being removed") != NULL;
+		}
+	}
+	close(kmsg);
+	EXPECT_TRUE(said);
+	EXPECT_EQ(0, waitpid(pid, &status, WNOHANG));	/* still waiting */
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_NE(0, access("/dev/pmem0", F_OK));
+	snprintf(unbind, sizeof(unbind),
+		 "echo %s > /sys/bus/nd/drivers/nd_pmem/bind", name);
+	ASSERT_EQ(0, run(unbind));
+	ASSERT_EQ(0, access("/dev/pmem0", F_OK));
+	ASSERT_EQ(0, do_mount()) TH_LOG("mount: %s", strerror(errno));
+	EXPECT_STREQ("kept", get(p("kept")));
+}
+
 TEST_F(pm, fsck_finds_and_repairs)
 {
 	struct mpm_fs fs;
