@@ -814,7 +814,12 @@ again:
 		goto reply;
 	}
 	if (e) {
-		rep->flags = MORSEL_CACHE_HIT;
+		/*
+		 * Only the user who loaded it (and root) learns it was there
+		 * before: to anyone else the flag would tell that another
+		 * user read the file lately (review 2026-11b L9).
+		 */
+		rep->flags = uid == e->uid || !uid ? MORSEL_CACHE_HIT : 0;
 		hits++;
 		if (verbose)
 			log_msg("hit %s for pid %d uid %d", e->name, who->pid,

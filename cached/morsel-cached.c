@@ -312,7 +312,9 @@ static int serve_one(struct conn *c)
 		 (msg.msg_flags & MSG_CTRUNC))
 		err = EINVAL;
 	else if (req.op == MORSEL_CACHE_OP_STATS)
-		err = nfd ? EINVAL : 0;
+		/* The counters tell what others do: root's and ours only (L9). */
+		err = nfd ? EINVAL : c->who.uid && (uid_t)c->who.uid != geteuid() ?
+		      EACCES : 0;
 	else if (req.op != MORSEL_CACHE_OP_GET)
 		err = EOPNOTSUPP;
 	else if (nfd != 1)

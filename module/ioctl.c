@@ -33,9 +33,40 @@ static bool all_zero(const void *p, size_t len)
 	return !memchr_inv(p, 0, len);
 }
 
-static long ioc_stat(struct morsel *m, struct inode *inode,
+/*
+ * May the caller learn how other processes use the morsel (how many map
+ * it, and where)?  mincore(2)'s rule since Linux 5.0 (can_do_mincore):
+ * only for a file it owns or could open for writing.  A reader of a file
+ * others share, such as a copy morsel-cached hands to every user who may
+ * read the source, sees its own mappings only (review 2026-11b L9).
+ * CAP_SYS_PTRACE sees everything (MAPPINGS describes it all anyway).
+ */
+static bool sees_others(struct file *file)
+{
+	return inode_owner_or_capable(file_mnt_idmap(file), file_inode(file)) ||
+	       file_permission(file, MAY_WRITE) == 0 ||
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
+}
+
+/* The caller's own mappings of @m.  Under m->lock. */
+static u64 own_maps(struct morsel *m)
+{
+	struct morsel_map *map;
+	u64 n = 0, i = 0;
+
+	list_for_each_entry(map, &m->maps, node) {
+		n += map->vma->vm_mm == current->mm;
+		if (!(++i % 256))
+			cond_resched();
+	}
+	return n;
+}
+
+static long ioc_stat(struct morsel *m, struct file *file,
 		     struct morsel_stat __user *arg)
 {
+	struct inode *inode = file_inode(file);
+	bool others = sees_others(file);
 	struct morsel_stat st;
 	int i;
 
@@ -51,7 +82,7 @@ static long ioc_stat(struct morsel *m, struct inode *inode,
 	st.pages = atomic_long_read(&m->nr_pages);
 	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
 		st.tables[i] = atomic_long_read(&m->nr_tables[i]);
-	st.mappings = m->nr_maps;
+	st.mappings = others ? m->nr_maps : own_maps(m);
 	st.bound = m->bound;
 	st.min_order = m->min_order;
 	mutex_unlock(&m->lock);
@@ -198,14 +229,16 @@ static void describe(struct morsel_map *map, bool all,
  * buffer of fixed size, and report the total; long lists are walked with
  * cond_resched() (m->lock is a mutex).
  */
-static long ioc_mappings(struct morsel *m, struct morsel_mappings __user *arg)
+static long ioc_mappings(struct morsel *m, struct file *file,
+			 struct morsel_mappings __user *arg)
 {
 	struct morsel_mapping *out = NULL;
 	struct morsel_mappings req;
 	struct morsel_map *map;
-	u64 room, i = 0, n = 0;
+	u64 room, i = 0, n = 0, seen = 0;
 	long err = 0;
 	bool all = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
+	bool others = sees_others(file);
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
@@ -219,10 +252,13 @@ static long ioc_mappings(struct morsel *m, struct morsel_mappings __user *arg)
 	}
 	mutex_lock(&m->lock);
 	list_for_each_entry(map, &m->maps, node) {
+		if (!(++seen % 256))
+			cond_resched();
+		if (!others && map->vma->vm_mm != current->mm)
+			continue;
 		if (i >= req.first && n < room)
 			describe(map, all, &out[n++]);
-		if (!(++i % 256))
-			cond_resched();
+		i++;
 	}
 	mutex_unlock(&m->lock);
 	if (n && copy_to_user(u64_to_user_ptr(req.entries), out,
@@ -242,9 +278,9 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	switch (cmd) {
 	case MORSEL_IOC_STAT:
-		return ioc_stat(m, inode, uarg);
+		return ioc_stat(m, file, uarg);
 	case MORSEL_IOC_MAPPINGS:
-		return ioc_mappings(m, uarg);
+		return ioc_mappings(m, file, uarg);
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
 	case MORSEL_IOC_BIND:

@@ -539,6 +539,71 @@ static int nobody_maps(const char *sock, const char *path)
 	return err;
 }
 
+/*
+ * What another user learns of a file both may read (review 2026-11b L9):
+ * not that someone loaded it before (no HIT flag: that is for the user
+ * who loaded it), not how many map it (MORSEL_IOC_STAT and MAPPINGS on
+ * the morsel it gets count its own mappings only: it may not write the
+ * copy), and no STATS (EACCES: root's and the daemon's user's only).
+ * Timing still tells a hit from a load, as it does for the page cache.
+ */
+TEST_F(cached, other_users_learn_nothing_of_use)
+{
+	const char *path = tpath(self, "shared");
+	struct morsel_cache_info info;
+	struct morsel_cache_stats st;
+	size_t len;
+	void *a;
+	int fd, status;
+	pid_t pid;
+
+	ASSERT_EQ(0, make_file(path, 2 * MiB + 1, 1));
+	fd = get(self, path, &info);	/* root loads it ... */
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, info.flags & MORSEL_CACHE_HIT);
+	close(fd);
+	fd = get(self, path, &info);	/* ... and sees its own hit */
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(MORSEL_CACHE_HIT, info.flags & MORSEL_CACHE_HIT);
+	ASSERT_EQ(0, morsel_map(fd, NULL, PROT_READ, 0, &a, &len));	/* held */
+	pid = fork();
+	if (!pid) {
+		struct morsel_cache_stats st;
+		struct morsel_stat ms;
+		int sock, src, mfd;
+		void *b;
+
+		if (become_nobody())
+			_exit(2);
+		sock = morsel_cache_connect(self->sock);
+		src = open(path, O_RDONLY | O_CLOEXEC);
+		if (sock < 0 || src < 0)
+			_exit(3);
+		mfd = morsel_cache_get(sock, src, &info);
+		if (mfd < 0)
+			_exit(4);
+		if (info.flags & MORSEL_CACHE_HIT)
+			_exit(5);
+		if (morsel_stat(mfd, &ms) || ms.mappings != 0 ||
+		    morsel_mappings(mfd, NULL, 0) != 0)
+			_exit(6);
+		if (morsel_map(mfd, NULL, PROT_READ, 0, &b, &len) ||
+		    morsel_stat(mfd, &ms) || ms.mappings != 1 ||
+		    morsel_mappings(mfd, NULL, 0) != 1)
+			_exit(7);
+		if (morsel_cache_stats(sock, &st) != -EACCES)
+			_exit(8);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	st = stats(self);	/* root may; nobody's request was a hit */
+	EXPECT_EQ(1, st.loads);
+	EXPECT_EQ(2, st.hits);
+	EXPECT_EQ(0, morsel_unmap(a, len));
+	close(fd);
+}
+
 TEST_F(cached, refused_without_read_permission)
 {
 	const char *secret = tpath(self, "secret"), *open_ = tpath(self, "open");

@@ -233,13 +233,14 @@ TEST(mappings_nothing_to_fill_ignores_entries)
 TEST(mappings_hide_same_user_other_process)
 {
 	const char *path = mpath("maps-same");
-	int fd = fresh(path, 2 * MiB), go[2], done[2];
+	int fd = fresh(path, 2 * MiB), go[2], done[2], turn[2];
 	pid_t holder, looker;
 	char c;
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(done));
+	ASSERT_EQ(0, pipe(turn));
 	holder = fork();
 	if (!holder) {	/* nobody, maps the morsel and holds it */
 		int rfd;
@@ -257,9 +258,16 @@ TEST(mappings_hide_same_user_other_process)
 	ASSERT_EQ(1, read(go[0], &c, 1));
 	ASSERT_EQ('M', c);
 	looker = fork();
-	if (!looker) {	/* nobody as well: sees its own mapping only */
+	if (!looker) {
+		/*
+		 * Nobody as well: sees its own mapping only, and no count of
+		 * the other, since it may not write the file (mincore(2)'s
+		 * rule, review 2026-11b L9); the same once the file is
+		 * writable, but for a count of the other (hidden).
+		 */
 		struct morsel_mapping m[4];
-		int rfd, n, i, own = 0, hidden = 0;
+		int rfd, n, i, own = 0, hidden = 0, ro;
+		struct morsel_stat st;
 		char *p;
 
 		if (become_nobody())
@@ -268,8 +276,14 @@ TEST(mappings_hide_same_user_other_process)
 		p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, rfd, 0);
 		if (rfd < 0 || p == MAP_FAILED)
 			_exit(3);
+		ro = morsel_mappings(rfd, m, 4);
+		if (ro != 1 || m[0].addr != (uintptr_t)p ||
+		    morsel_stat(rfd, &st) || st.mappings != 1)
+			_exit(7);
+		if (write(go[1], "r", 1) != 1 || read(turn[0], &c, 1) != 1)
+			_exit(8);
 		n = morsel_mappings(rfd, m, 4);
-		if (n != 2)
+		if (n != 2 || morsel_stat(rfd, &st) || st.mappings != 2)
 			_exit(4);
 		for (i = 0; i < n; i++) {
 			if (m[i].addr == (uintptr_t)p &&
@@ -281,6 +295,9 @@ TEST(mappings_hide_same_user_other_process)
 		}
 		_exit(own == 1 && hidden == 1 ? 0 : 5);
 	}
+	ASSERT_EQ(1, read(go[0], &c, 1));	/* the looker listed as reader */
+	ASSERT_EQ(0, chmod(path, 0666));
+	ASSERT_EQ(1, write(turn[1], "x", 1));
 	EXPECT_EQ(0, child_status(looker));
 	ASSERT_EQ(1, write(done[1], "x", 1));
 	EXPECT_EQ(0, child_status(holder));
