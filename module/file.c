@@ -448,26 +448,32 @@ out:
 }
 
 /*
- * fsync, fdatasync, msync(MS_SYNC): nothing to do in RAM, nor on a
- * persistent instance whose platform flushes CPU caches on power loss
- * (eADR).  Otherwise (ADR) the populated pages of the range are written
- * back: data stored through mappings passes no helper that could (review
+ * fsync, fdatasync, msync(MS_SYNC), and sync(2), syncfs(2) and the unmount
+ * through ->sync_fs (fs.c): nothing to do in RAM, nor on a persistent
+ * instance whose platform flushes CPU caches on power loss (eADR).
+ * Otherwise (ADR) the populated pages of [@start, @end) are written back:
+ * data stored through mappings passes no helper that could (review
  * 2026-11b, M6).  Metadata and write(2) data were written back as stored.
  */
-static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasync)
+int morsel_writeback_inode(struct inode *inode, u64 start, u64 end)
 {
-	struct inode *inode = file_inode(file);
 	struct morsel *m = inode->i_private;
+	int err = 0;
 	loff_t size;
 
-	if (!m->pm || !morsel_pm_flushes(m->pm))
+	if (!m || !m->pm || !morsel_pm_flushes(m->pm))
 		return 0;
 	inode_lock_shared(inode);
 	size = i_size_read(inode);
 	if (start < size)
-		morsel_writeback(m, start, min_t(u64, (u64)end + 1, PAGE_ALIGN(size)));
+		err = morsel_writeback(m, start, min_t(u64, end, PAGE_ALIGN(size)));
 	inode_unlock_shared(inode);
-	return 0;
+	return err;
+}
+
+static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasync)
+{
+	return morsel_writeback_inode(file_inode(file), start, (u64)end + 1);
 }
 
 const struct file_operations morsel_fops = {

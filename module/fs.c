@@ -676,11 +676,49 @@ static void morsel_dirty_inode(struct inode *inode, int flags)
 		morsel_pm_sync_inode(inode);
 }
 
+/*
+ * sync(2), syncfs(2), and the unmount (generic_shutdown_super syncs before
+ * it evicts): on ADR, every regular file's stores through mappings are
+ * written back, as fsync does for one file.  Inodes are visited as
+ * drop_pagecache_sb() does: a reference held across the unlocked part.
+ */
+static int morsel_sync_fs(struct super_block *sb, int wait)
+{
+	struct inode *inode, *old = NULL;
+	int err = 0;
+
+	if (!wait || !sb_pm(sb) || !morsel_pm_flushes(sb_pm(sb)))
+		return 0;
+	spin_lock(&sb->s_inode_list_lock);
+	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
+		spin_lock(&inode->i_lock);
+		if ((inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) ||
+		    !S_ISREG(inode->i_mode)) {
+			spin_unlock(&inode->i_lock);
+			continue;
+		}
+		__iget(inode);
+		spin_unlock(&inode->i_lock);
+		spin_unlock(&sb->s_inode_list_lock);
+		iput(old);
+		old = inode;
+		err = morsel_writeback_inode(inode, 0, U64_MAX);
+		cond_resched();
+		spin_lock(&sb->s_inode_list_lock);
+		if (err)
+			break;
+	}
+	spin_unlock(&sb->s_inode_list_lock);
+	iput(old);
+	return err;
+}
+
 static const struct super_operations morsel_sops = {
 	.alloc_inode = morsel_alloc_inode,
 	.free_inode = morsel_free_inode,
 	.dirty_inode = morsel_dirty_inode,
 	.statfs = morsel_statfs,
+	.sync_fs = morsel_sync_fs,
 	.drop_inode = generic_delete_inode,
 	.evict_inode = morsel_evict_inode,
 	.show_options = morsel_show_options,
@@ -821,7 +859,7 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (o->pmem) {
 		/*
 		 * The device is the limit; the root's mode and owner are
-		 * its own (mode=, uid=, gid= do not apply).
+		 * its own (mode=, uid=, gid= refused: morsel_get_tree).
 		 */
 		int err = morsel_pm_mount(sb, o->pmem);
 
@@ -841,8 +879,24 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	return sb->s_root ? 0 : -ENOMEM;
 }
 
+/* The checks of the options together, for mount and remount alike. */
+static bool pm_opts_bad(const struct morsel_opts *o)
+{
+	return o->has_blocks || o->has_inodes || o->has_mode || o->has_uid ||
+	       o->has_gid;
+}
+
 static int morsel_get_tree(struct fs_context *fc)
 {
+	struct morsel_opts *o = fc->fs_private;
+
+	/*
+	 * As on remount: a persistent instance's limit is its device and its
+	 * root's mode and owner are on it.  Ignored here, such options would
+	 * make a later remount with the fstab line's options fail.
+	 */
+	if (o->pmem && pm_opts_bad(o))
+		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	return get_tree_nodev(fc, morsel_fill_super);
 }
 
@@ -864,8 +918,7 @@ static int morsel_reconfigure(struct fs_context *fc)
 	 * directory's mode and owner are on the device (chmod, chown); a
 	 * remount that set them in memory would be undone by the next mount.
 	 */
-	if (sbi->pm && (o->has_blocks || o->has_inodes || o->has_mode ||
-			o->has_uid || o->has_gid))
+	if (sbi->pm && pm_opts_bad(o))
 		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))

@@ -145,7 +145,8 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end);
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 			 u64 start, u64 end);
 void morsel_zero_range(struct morsel *m, u64 start, u64 end);
-void morsel_writeback(struct morsel *m, u64 start, u64 end);
+int morsel_writeback(struct morsel *m, u64 start, u64 end);
+int morsel_writeback_inode(struct inode *inode, u64 start, u64 end);
 mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 			    bool exec);
 

@@ -1037,12 +1037,25 @@ static int walk_round(struct mpm_fs *fs)
 
 	/* Pass 3. */
 	finish_renames(fs, &pending);
-	for (ino = 1; ino <= fs->max_ino; ino++) {
-		struct mpm_inode *in = ino_slot(fs, ino) >= 0 ? live_inode(fs, ino) : NULL;
+	/*
+	 * Over the record pages pass 1 walked (ascending), not every number
+	 * up to max_ino: one record page far into the inode table would make
+	 * that 2^32 lookups.
+	 */
+	for (i = 0; i < fs->recs.n; i++) {
+		__u64 r;
 
-		if (in)
-			recover_inode(fs, ino, in);
-		if (!(ino % 4096))
+		for (r = 0; r < MPM_INODES_PER_PAGE; r++) {
+			struct mpm_inode *in;
+
+			ino = fs->recs.v[i] * MPM_INODES_PER_PAGE + r;
+			if (!ino || ino > fs->max_ino)
+				continue;
+			in = live_inode(fs, ino);
+			if (in)
+				recover_inode(fs, ino, in);
+		}
+		if (!(i % 128))
 			mpm_cond_resched();
 	}
 	for (i = 0; i < (fs->nr_pages + 63) / 64; i++)
@@ -1065,8 +1078,9 @@ int mpm_walk(struct mpm_fs *fs)
 	err = check_super(fs);
 	if (err)
 		return err;
-	fs->used = mpm_zalloc((fs->nr_pages + 63) / 64 * sizeof(__u64));
-	fs->kind = mpm_zalloc(fs->nr_pages);
+	/* Per device page: past INT_MAX bytes for large devices (vmalloc). */
+	fs->used = mpm_zalloc_large((fs->nr_pages + 63) / 64 * sizeof(__u64));
+	fs->kind = mpm_zalloc_large(fs->nr_pages);
 	if (!fs->used || !fs->kind) {
 		err = -ENOMEM;
 		goto out;

@@ -49,7 +49,9 @@ struct mpm_stats {
  * @repair:   recover (finish renames and punches, reclaim orphans and
  *            pages past EOF, relocate); otherwise only count them.  A
  *            device with errors is never recovered: mpm_walk() checks it
- *            first and, finding damage, stores nothing.
+ *            first and, finding damage, stores nothing; but for a
+ *            relocation already under way, which is finished before
+ *            pass 2 can read directories (docs/persistence.md).
  * @fix:      with @repair (`morsel fsck -y`): remove damage too, by
  *            clearing every word the walk rejected (an entry, a directory
  *            entry, an inode) or correcting a size, then recovering what

@@ -16,8 +16,11 @@
 #include <linux/stat.h>
 #include <linux/string.h>
 #include <linux/types.h>
+#include <linux/vmalloc.h>
 
 #define mpm_zalloc(n)		kvzalloc(n, GFP_KERNEL)
+/* No INT_MAX cap (kvmalloc WARNs above it): arrays per device page. */
+#define mpm_zalloc_large(n)	vzalloc(n)
 #define mpm_free(p)		kvfree(p)
 #define mpm_sort(b, n, s, c)	sort(b, n, s, c, NULL)
 #define mpm_load(p)		READ_ONCE(*(p))
@@ -34,6 +37,7 @@
 #include <linux/types.h>
 
 #define mpm_zalloc(n)		calloc(1, n)
+#define mpm_zalloc_large(n)	calloc(1, n)
 #define mpm_free(p)		free(p)
 #define mpm_sort(b, n, s, c)	qsort(b, n, s, c)
 #define mpm_load(p)		__atomic_load_n((__u64 *)(p), __ATOMIC_RELAXED)

@@ -453,10 +453,12 @@ struct page *morsel_lookup(struct morsel *m, u64 off)
  * caches on power loss (ADR): stores through mappings pass no helper of
  * ours, so their lines may still be in the caches.  Holes are skipped a
  * missing table at a time.  The caller keeps the tree from shrinking.
+ * 0, or -EINTR if a fatal signal stopped it.
  */
-void morsel_writeback(struct morsel *m, u64 start, u64 end)
+int morsel_writeback(struct morsel *m, u64 start, u64 end)
 {
 	u64 off = round_down(start, PAGE_SIZE);
+	int err = 0;
 
 	while (off < end) {
 		u64 hole = PAGE_SIZE;
@@ -465,10 +467,17 @@ void morsel_writeback(struct morsel *m, u64 start, u64 end)
 		if (walk(m, off, false, &hole, &leaf) && leaf)
 			morsel_pm_writeback(m->pm, page_address(entry_page(leaf)));
 		off = round_down(off, hole) + hole;
-		if (IS_ALIGNED(off, PMD_SIZE))
+		if (IS_ALIGNED(off, PMD_SIZE)) {
+			/* A large file's fsync can be killed. */
+			if (fatal_signal_pending(current)) {
+				err = -EINTR;
+				break;
+			}
 			cond_resched();
+		}
 	}
 	wmb();	/* sfence: written back before fsync returns */
+	return err;
 }
 
 /**

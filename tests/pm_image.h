@@ -398,6 +398,25 @@ static inline void pmi_order4_file(struct pm_image *im)
 	pmi_name(im, MPM_ROOT_INO, "big", 32);
 }
 
+/*
+ * The inode table's last record page (PUD 511, PMD 511, PTE 511: inode
+ * numbers just below 2^32) holding one unnamed inode, an orphan a mount
+ * frees.  Pass 3 used to look up every number up to the largest: 2^32
+ * binary searches, a mount of minutes (the module review's F3).
+ */
+static inline void pmi_far_record_page(struct pm_image *im)
+{
+	__u64 pmd = pmi_page(im), pte = pmi_page(im), rec = pmi_page(im);
+	struct mpm_inode *in;
+
+	*pmi_word(im, 1, MPM_ENTRIES - 1) = pmi_table(im, pmd);
+	*pmi_word(im, pmd, MPM_ENTRIES - 1) = pmi_table(im, pte);
+	*pmi_word(im, pte, MPM_ENTRIES - 1) = pmi_leaf(im, rec);
+	in = (struct mpm_inode *)(im->fs.dev + rec * PMI_PG) + MPM_INODES_PER_PAGE - 1;
+	in->mode = S_IFREG | 0644;
+	in->mtime = in->ctime = in->atime = in->btime = 1700000000000000000ULL;
+}
+
 struct pmi_case {
 	const char *name;
 	void (*craft)(struct pm_image *im);
@@ -418,6 +437,7 @@ static const struct pmi_case pmi_cases[] = {
 	{ "m1-punched-directory", pmi_m1_punched_directory, true },
 	{ "dir-named-twice", pmi_dir_named_twice, true },
 	{ "order4-file", pmi_order4_file, false },
+	{ "far-record-page", pmi_far_record_page, false },
 };
 
 #endif /* MORSEL_TESTS_PM_IMAGE_H */

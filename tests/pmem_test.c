@@ -458,6 +458,15 @@ TEST_F(pm, refused_inputs)
 	close(fd);
 	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, opts));
 	EXPECT_EQ(EINVAL, errno);
+	/*
+	 * The store log exists only in a module loaded with pm_log=1 (review
+	 * 2026-11b L5: while armed it serializes every instance's stores and
+	 * copies file data); vm/run passes it only with --pm-log, for
+	 * tests/pm_crash.
+	 */
+	EXPECT_EQ(-1, access("/sys/fs/morselfs/pm_log", F_OK));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_STREQ("N\n", get("/sys/module/morsel/parameters/pm_log"));
 	/* Limits and root attributes are the device's (review L4). */
 	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, "size=1g"));
 	EXPECT_EQ(EINVAL, errno);
@@ -474,6 +483,13 @@ TEST_F(pm, refused_inputs)
 	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, "pmem=/nonexistent"));
 	EXPECT_EQ(ENOENT, errno);
 	ASSERT_EQ(0, umount(DIR));
+	/* Nor at mount: a remount with the same options would fail. */
+	snprintf(opts, sizeof(opts), "pmem=%s,mode=0755", dev());
+	EXPECT_EQ(-1, mount("none", DIR, "morselfs", 0, opts));
+	EXPECT_EQ(EINVAL, errno);
+	snprintf(opts, sizeof(opts), "pmem=%s,size=1g", dev());
+	EXPECT_EQ(-1, mount("none", DIR, "morselfs", 0, opts));
+	EXPECT_EQ(EINVAL, errno);
 	/* A device someone has open for writing is not mounted. */
 	fd = open(dev(), O_WRONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
@@ -649,6 +665,20 @@ TEST_F(pm, adr_fsync_writes_back_mapped_data)
 	EXPECT_EQ(0, fdatasync(fd));
 	ASSERT_EQ(0, munmap(m, 1ULL << 30));
 	close(fd);
+	/*
+	 * Stores with no msync: syncfs(2) and the unmount write them back
+	 * (->sync_fs: the module review's F1).
+	 */
+	fd = open(p("adr2"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, len));
+	m = mmap(NULL, 1ULL << 30, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	for (i = 0; i < len; i += 4096)
+		m[i] = pat(i, 8);
+	ASSERT_EQ(0, munmap(m, 1ULL << 30));
+	EXPECT_EQ(0, syncfs(fd));
+	close(fd);
 	ASSERT_EQ(0, umount(DIR));
 	ASSERT_EQ(1, pwrite(w, "0", 1, 0));
 	close(w);
@@ -660,6 +690,15 @@ TEST_F(pm, adr_fsync_writes_back_mapped_data)
 
 		ASSERT_EQ(1, pread(fd, &c, 1, i));
 		ASSERT_EQ(pat(i, 7), c) TH_LOG("byte %zu", i);
+	}
+	close(fd);
+	fd = open(p("adr2"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < len; i += 4096) {
+		unsigned char c;
+
+		ASSERT_EQ(1, pread(fd, &c, 1, i));
+		ASSERT_EQ(pat(i, 8), c) TH_LOG("byte %zu", i);
 	}
 	close(fd);
 }
