@@ -61,6 +61,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -749,6 +751,13 @@ static int child_main(const char *mode, const char *file)
 		return standin_main(mode, file);
 	if (!strcmp(mode, "map-as-limit") && setrlimit(RLIMIT_AS, &as))
 		return 2;
+	if (!strcmp(mode, "map-secure")) {
+		struct vma v;
+
+		printf("secure: %lu\n", getauxval(AT_SECURE));
+		printf("shim: %s\n", !vma_of((void *)(uintptr_t)&mmap, &v) &&
+		       strstr(v.path, "libmorsel-preload.so") ? "yes" : "no");
+	}
 	if (strncmp(mode, "map", 3))
 		return 2;
 	fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -2009,6 +2018,57 @@ TEST(fallback_address_space_limit)
 	ASSERT_NE(NULL, strstr(out, "fallback: RLIMIT_AS is set")) TH_LOG("%s", out);
 	ASSERT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
 	ASSERT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
+}
+
+/*
+ * In secure-execution mode (AT_SECURE: here a set-user-ID copy of this
+ * program, the shim preloaded through /etc/ld.so.preload as an
+ * administrator would install it) the shim reads none of its variables
+ * (review 2026-11b L6): MORSEL_PRELOAD_STATS would let the user who
+ * starts the program create or append to any file with its rights.  The
+ * test runs in a mount namespace of its own, where /etc is a copy with an
+ * ld.so.preload (the guest's /etc is the host's, read-only).
+ */
+TEST(secure_execution_ignores_the_environment)
+{
+	const char *stats = "/tmp/preload_test_secure.stats";
+	const char *suid = "/tmp/preload_test_suid";
+	char out[8192], line[PATH_MAX + 8], cmd[3 * PATH_MAX];
+	const char *argv[] = { suid, "--child", "map-secure", NULL, NULL };
+	const char *env[] = { "MORSEL_PRELOAD_DEBUG=1", NULL, NULL };
+	char kv[PATH_MAX + 32];
+	int fd;
+
+	if (geteuid())
+		SKIP(return, "needs root (a set-user-ID program, a mount namespace)");
+	ASSERT_EQ(0, pattern_file(tpath("secure"), BIG));
+	argv[3] = tpath("secure");
+	snprintf(kv, sizeof(kv), "MORSEL_PRELOAD_STATS=%s", stats);
+	env[1] = kv;
+	unlink(stats);
+	ASSERT_EQ(0, unshare(CLONE_NEWNS));
+	ASSERT_EQ(0, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; rm -rf /tmp/preload_test_etc; cp -a /etc /tmp/preload_test_etc; "
+		 "cp /proc/%d/exe %s; chown 65534 %s; chmod 4755 %s",
+		 getpid(), suid, suid, suid);
+	ASSERT_EQ(0, system(cmd));
+	fd = open("/tmp/preload_test_etc/ld.so.preload", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ASSERT_LE(0, fd);
+	snprintf(line, sizeof(line), "%s\n", getenv("LD_PRELOAD"));
+	ASSERT_EQ((ssize_t)strlen(line), write(fd, line, strlen(line)));
+	close(fd);
+	ASSERT_EQ(0, mount("/tmp/preload_test_etc", "/etc", NULL, MS_BIND, NULL));
+	ASSERT_EQ(0, run(argv, env, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "secure: 1\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "shim: yes\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "ordinary\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "bytes ok\n")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "morsel-preload[")) TH_LOG("%s", out);
+	EXPECT_NE(0, access(stats, F_OK));
+	umount("/etc");
+	unlink(suid);
+	system("rm -rf /tmp/preload_test_etc");
 }
 
 /* ---- the daemon, and this program again under LD_PRELOAD ---- */
