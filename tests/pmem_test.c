@@ -788,7 +788,8 @@ static int walk_tree(void)
  * reads.  A relocation recorded to an address that is not the device's
  * (H3) ends at the real one; an order-4 file needs 5-level paging.
  */
-TEST_F(pm, crafted_devices_refused_unchanged)
+/* 28 mounts, fscks and walks: about 30 s under the debug kernel. */
+TEST_F_TIMEOUT(pm, crafted_devices_refused_unchanged, 180)
 {
 	bool four = getenv("MORSEL_PAGING") && !strcmp(getenv("MORSEL_PAGING"), "4");
 	size_t len = PMI_PAGES * PG;
