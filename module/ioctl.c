@@ -36,14 +36,17 @@ static bool all_zero(const void *p, size_t len)
 /*
  * May the caller learn how other processes use the morsel (how many map
  * it, and where)?  mincore(2)'s rule since Linux 5.0 (can_do_mincore):
- * only for a file it owns or could open for writing.  A reader of a file
- * others share, such as a copy morsel-cached hands to every user who may
- * read the source, sees its own mappings only (review 2026-11b L9).
- * CAP_SYS_PTRACE sees everything (MAPPINGS describes it all anyway).
+ * only for a file it owns or could open for writing, and here also
+ * through a descriptor open for writing (a writer may change the file
+ * anyway).  A reader of a file others share, such as a copy morsel-cached
+ * hands to every user who may read the source, sees its own mappings only
+ * (review 2026-11b L9).  CAP_SYS_PTRACE sees everything (MAPPINGS
+ * describes it all anyway).
  */
 static bool sees_others(struct file *file)
 {
-	return inode_owner_or_capable(file_mnt_idmap(file), file_inode(file)) ||
+	return (file->f_mode & FMODE_WRITE) ||
+	       inode_owner_or_capable(file_mnt_idmap(file), file_inode(file)) ||
 	       file_permission(file, MAY_WRITE) == 0 ||
 	       ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 }

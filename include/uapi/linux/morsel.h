@@ -31,8 +31,8 @@
  * @mappings: out: number of VMAs that currently map the morsel with
  *            MAP_SHARED (mounted mappings; MAP_PRIVATE ones are not counted);
  *            other processes' only for a caller that owns the file, could
- *            open it for writing or has CAP_SYS_PTRACE (the rule of
- *            mincore(2)), else the caller's own.
+ *            open it for writing, has it open for writing or has
+ *            CAP_SYS_PTRACE (the rule of mincore(2)), else the caller's own.
  * @bound:    out: address the morsel is bound to (MORSEL_IOC_BIND), or 0.
  * @min_order: out: the order set by MORSEL_IOC_SET_MIN_ORDER (0 if none).
  * @reserved: in: must be 0; out: 0.
@@ -113,8 +113,8 @@ struct morsel_bind {
  *
  * Only the caller's own mappings are described unless it has
  * CAP_SYS_PTRACE; others are counted and flagged MORSEL_MAPPING_HIDDEN
- * if the caller owns the file or could open it for writing (the rule of
- * mincore(2)), and left out otherwise.
+ * if the caller owns the file, could open it for writing or has it open
+ * for writing (the rule of mincore(2)), and left out otherwise.
  */
 struct morsel_mapping {
 	__u64 addr;
