@@ -641,7 +641,7 @@ TEST_F(pm, adr_fsync_writes_back_mapped_data)
 	const char *name = strrchr(dev(), '/') + 1;
 	size_t len = 8 * MiB, i;
 	char wc[256];
-	int fd, w;
+	int fd, w, f;
 	char *m;
 
 	snprintf(wc, sizeof(wc), "/sys/block/%s/dax/write_cache", name);
@@ -683,24 +683,17 @@ TEST_F(pm, adr_fsync_writes_back_mapped_data)
 	ASSERT_EQ(1, pwrite(w, "0", 1, 0));
 	close(w);
 	ASSERT_EQ(0, do_mount());
-	fd = open(p("adr"), O_RDONLY);
-	ASSERT_LE(0, fd);
-	for (i = 0; i < len; i += 4096) {
-		unsigned char c;
+	for (f = 0; f < 2; f++) {	/* adr with pattern 7, adr2 with 8 */
+		fd = open(p(f ? "adr2" : "adr"), O_RDONLY);
+		ASSERT_LE(0, fd);
+		for (i = 0; i < len; i += 4096) {
+			unsigned char c;
 
-		ASSERT_EQ(1, pread(fd, &c, 1, i));
-		ASSERT_EQ(pat(i, 7), c) TH_LOG("byte %zu", i);
+			ASSERT_EQ(1, pread(fd, &c, 1, i));
+			ASSERT_EQ(pat(i, 7 + f), c) TH_LOG("file %d, byte %zu", f, i);
+		}
+		close(fd);
 	}
-	close(fd);
-	fd = open(p("adr2"), O_RDONLY);
-	ASSERT_LE(0, fd);
-	for (i = 0; i < len; i += 4096) {
-		unsigned char c;
-
-		ASSERT_EQ(1, pread(fd, &c, 1, i));
-		ASSERT_EQ(pat(i, 8), c) TH_LOG("byte %zu", i);
-	}
-	close(fd);
 }
 
 /* ---- damaged devices ---- */

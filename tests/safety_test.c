@@ -247,7 +247,7 @@ static int nobody_sees(const char *path, struct morsel_mapping *m)
 		int rfd, n, i;
 		char *p;
 
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		if (become_nobody())
 			_exit(2);
 		rfd = open(path, O_RDONLY);
 		p = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, rfd, 0);
