@@ -11,7 +11,7 @@ VERSION := 1.0.0
 SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
-BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/kvm_test bench/demo bench/bench
+BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
@@ -130,6 +130,9 @@ tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/pmem_util.h tests/pm_
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -Imodule -Itools -o $@ $< $(PM_SRCS) $(LIB) $(LDLIBS)
 
 tests/pmem_pin_test: tests/pmem_pin_test.c tests/ksft_util.h tests/pmem_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/memerr_test: tests/memerr_test.c tests/ksft_util.h tests/probe/probe.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)

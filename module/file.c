@@ -74,6 +74,10 @@ static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 		goto out;
 	}
 	page = morsel_populate(m, off);
+	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON) {
+		ret = VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
+		goto out;
+	}
 	if (IS_ERR(page)) {
 		ret = PTR_ERR(page) == -ENOSPC ? VM_FAULT_SIGBUS : VM_FAULT_OOM;
 		goto out;
@@ -265,6 +269,11 @@ static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		struct page *page = morsel_lookup(m, pos);
 		size_t copied;
 
+		if (IS_ERR(page)) {	/* a failed page, as tmpfs: EIO */
+			if (!done)
+				done = -EIO;
+			break;
+		}
 		copied = page ? copy_page_to_iter(page, off, n, to) :
 				iov_iter_zero(n, to);
 		done += copied;
@@ -313,7 +322,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		size_t copied;
 
 		if (IS_ERR(page)) {
-			err = PTR_ERR(page);
+			err = PTR_ERR(page) == -EHWPOISON ? -EIO : PTR_ERR(page);
 			break;
 		}
 		copied = copy_page_from_iter(page, off, n, from);

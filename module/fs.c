@@ -298,7 +298,7 @@ int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev)
 	inode->i_mode = mode;
 	switch (mode & S_IFMT) {
 	case S_IFREG:
-		inode->i_private = morsel_alloc(sbi);
+		inode->i_private = morsel_alloc(sbi, inode);
 		if (!inode->i_private)
 			return -ENOMEM;
 		inode->i_op = &morsel_file_iops;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Module entry: registers the counters and the morselfs file system.
+ * Module entry: registers the counters, the owner of failed pages
+ * (memerr.c) and the morselfs file system.
  * Unloading waits for the tables still queued for an RCU grace period
  * (tree.c), whose callback is module code, and for the work that reaps
  * the pages of unmounted persistent devices (pm.c).
@@ -28,15 +29,22 @@ static int __init morsel_init(void)
 
 	if (err)
 		return err;
-	err = morselfs_register();
+	err = morsel_memerr_init();
 	if (err)
-		morsel_stats_exit();
+		goto stats;
+	err = morselfs_register();
+	if (!err)
+		return 0;
+	morsel_memerr_exit();
+stats:
+	morsel_stats_exit();
 	return err;
 }
 
 static void __exit morsel_exit(void)
 {
 	morselfs_unregister();
+	morsel_memerr_exit();
 	morsel_pm_exit();
 	rcu_barrier();
 	morsel_stats_exit();

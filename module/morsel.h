@@ -7,6 +7,7 @@
  *   file.c   file operations: mmap placement, read/write, fallocate
  *   ioctl.c  the MORSEL_IOC_* ioctls
  *   stats.c  global counters in /sys/fs/morselfs
+ *   memerr.c memory errors: a failed page leaves its morsel
  *   pm.c     persistent instances (mount -o pmem=DEV): the device, its
  *            page allocator, the one store helper, names and inodes
  *   pm_check.c  the walk a persistent mount recovers with (shared with
@@ -29,6 +30,14 @@
 
 /* A raw x86-64 page-table entry as stored in a morsel's tables. */
 typedef u64 mentry_t;
+
+/*
+ * The leaf of a page that failed (memerr.c): not present, so every access
+ * faults, and the fault answers VM_FAULT_HWPOISON; read and write answer
+ * -EIO.  Bits 52-54 (a root word's order) are clear, so it is also the
+ * root word of an order-0 morsel.  No page is behind it.
+ */
+#define MORSEL_POISON	((mentry_t)0xbadbad00)
 
 /**
  * struct morsel_sb - one morselfs instance (sb->s_fs_info), see fs.c
@@ -82,6 +91,9 @@ struct morsel_sb {
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
  * @sbi:        the file system instance, charged for pages and tables.
+ * @inode:      the file it is the data of.
+ * @id:         names it in its volatile pages' page->private, for the
+ *              owner of a failed page (memerr.c); 0 on a persistent device.
  */
 struct morsel {
 	struct mutex lock;	/* see @lock above */
@@ -98,6 +110,8 @@ struct morsel {
 	atomic_long_t nr_pages;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
 	struct morsel_sb *sbi;
+	struct inode *inode;
+	u32 id;
 };
 
 /**
@@ -133,13 +147,14 @@ static inline u64 morsel_extent(unsigned int order)
 int morsel_order_for_size(loff_t size);
 
 /* tree.c */
-struct morsel *morsel_alloc(struct morsel_sb *sbi);
+struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode);
 void morsel_destroy(struct morsel *m);
 void morsel_forget(struct morsel *m);
 int morsel_adopt_tree(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
+bool morsel_poison(struct morsel *m, u64 off, struct page *page);
 int morsel_set_order(struct morsel *m, unsigned int order);
 void morsel_free_range(struct morsel *m, u64 start, u64 end);
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
@@ -162,6 +177,12 @@ extern const struct file_operations morsel_fops;
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
 void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 		      bool even_cows);
+
+/* memerr.c */
+int morsel_memerr_init(void);
+void morsel_memerr_exit(void);
+int morsel_memerr_add(struct morsel *m);
+void morsel_memerr_del(struct morsel *m);
 
 /* ioctl.c */
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -380,6 +380,8 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	page = morsel_populate(m, off);
 	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
 		return VM_FAULT_SIGBUS;		/* size= reached, as tmpfs */
+	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON)
+		return VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
 	if (IS_ERR(page))
 		return VM_FAULT_OOM;
 	err = mount(vma);
@@ -459,7 +461,9 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 static struct page *morsel_find_special_page(struct vm_area_struct *vma,
 					     unsigned long addr)
 {
-	return morsel_lookup(vma_morsel(vma), addr - vma->vm_start);
+	struct page *page = morsel_lookup(vma_morsel(vma), addr - vma->vm_start);
+
+	return IS_ERR(page) ? NULL : page;
 }
 
 /* Never reached: ->pgtable_fault handles every fault. */

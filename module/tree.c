@@ -208,6 +208,25 @@ static struct page *entry_page(mentry_t e)
 	return pfn_to_page((e & PTE_PFN_MASK) >> PAGE_SHIFT);
 }
 
+/*
+ * A volatile page names its morsel and offset while it is in the tree, so
+ * that the owner of a failed page can be found (memerr.c).  Set before the
+ * page is published, cleared before the tree lets go of it.
+ */
+static void page_owned(struct morsel *m, struct page *page, u64 off)
+{
+	if (m->pm)
+		return;
+	page->index = off >> PAGE_SHIFT;
+	set_page_private(page, m->id);
+}
+
+static void page_disowned(struct morsel *m, struct page *page)
+{
+	if (!m->pm)
+		set_page_private(page, 0);
+}
+
 /* Count @nr published (or, negative, freed) pages; frees give back size. */
 static void pages_added(struct morsel *m, long nr)
 {
@@ -223,14 +242,18 @@ static void pages_added(struct morsel *m, long nr)
  */
 static void page_release(struct morsel *m, struct page *page)
 {
+	page_disowned(m, page);
 	if (m->pm)
 		morsel_pm_free_data(m->pm, page);
 	else
 		put_page(page);
 }
 
+/* A leaf goes: a page's is released, a poisoned one had nothing left. */
 static void page_free(struct morsel *m, mentry_t e)
 {
+	if (e == MORSEL_POISON)
+		return;
 	page_release(m, entry_page(e));
 	pages_added(m, -1);
 }
@@ -238,6 +261,7 @@ static void page_free(struct morsel *m, mentry_t e)
 /* A page that lost its publication race (or was never used). */
 static void page_unused(struct morsel *m, struct page *page)
 {
+	page_disowned(m, page);
 	if (m->pm)
 		morsel_pm_free_data(m->pm, page);
 	else
@@ -331,7 +355,8 @@ again:
  *
  * Lock-free; see the top of this file.
  * Return: the page (valid while the caller keeps the tree from shrinking)
- * or ERR_PTR(-ENOMEM), ERR_PTR(-ENOSPC) (the file system is full).
+ * or ERR_PTR(-ENOMEM), ERR_PTR(-ENOSPC) (the file system is full),
+ * ERR_PTR(-EHWPOISON) (the page there failed and nothing replaced it).
  */
 struct page *morsel_populate(struct morsel *m, u64 off)
 {
@@ -343,6 +368,8 @@ again:
 	slot = walk(m, off, true, NULL, &e);
 	if (IS_ERR(slot))
 		return ERR_CAST(slot);
+	if (e == MORSEL_POISON)
+		return ERR_PTR(-EHWPOISON);
 	if (e)
 		return entry_page(e);
 	if (!morsel_charge(m, 1))
@@ -352,6 +379,7 @@ again:
 		morsel_uncharge(m, 1);
 		return ERR_PTR(m->pm ? -ENOSPC : -ENOMEM);
 	}
+	page_owned(m, page, off);
 	e = publish(m, slot, page_entry(page), &lost);
 	if (lost) {
 		page_unused(m, page);
@@ -374,6 +402,7 @@ again:
  * empty slot or freed.  Lock-free like morsel_populate.  Offsets are page
  * aligned and within the extent.  Return: 0, -ENOMEM, -ENOSPC (size limit)
  * or -EINTR (fatal signal); what was populated before an error stays.
+ * A poisoned slot (memerr.c) is left as it is.
  */
 int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 {
@@ -381,8 +410,10 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 	struct page **pages;
 	int err = 0;
 
-	if (!READ_ONCE(m->order))	/* one page, whose slot is the root */
-		return PTR_ERR_OR_ZERO(morsel_populate(m, start));
+	if (!READ_ONCE(m->order)) {	/* one page, whose slot is the root */
+		err = PTR_ERR_OR_ZERO(morsel_populate(m, start));
+		return err == -EHWPOISON ? 0 : err;
+	}
 	pages = kmalloc_array(PTRS_PER_PTE, sizeof(*pages), GFP_KERNEL);
 	if (!pages)
 		return -ENOMEM;
@@ -411,6 +442,7 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 		for (i = 0; i < n && used < got; i++) {
 			if (READ_ONCE(slot[i]))
 				continue;
+			page_owned(m, pages[used], off + ((u64)i << PAGE_SHIFT));
 			publish(m, &slot[i], page_entry(pages[used]), &lost);
 			if (!lost)
 				used++;
@@ -436,14 +468,62 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
  * morsel_lookup - the page at byte offset @off, or NULL if not populated
  *
  * Lock-free; the caller keeps the tree from shrinking (inode lock, or a
- * mapping of the morsel).
+ * mapping of the morsel).  ERR_PTR(-EHWPOISON) for a poisoned slot.
  */
 struct page *morsel_lookup(struct morsel *m, u64 off)
 {
 	mentry_t e = 0;
 
 	walk(m, off, false, NULL, &e);
+	if (e == MORSEL_POISON)
+		return ERR_PTR(-EHWPOISON);
 	return e ? entry_page(e) : NULL;
+}
+
+/**
+ * morsel_poison - take the failed @page out of @m at byte offset @off
+ *
+ * For memerr.c, which holds the invalidate lock (so no page-by-page fault
+ * walks the tree meanwhile) and a reference to @page.  If the leaf at @off
+ * still maps @page, it becomes MORSEL_POISON under the PTE table's lock
+ * (as GUP reads it) and the page leaves every mapping as in eviction: the
+ * order-0 copies and page-by-page mappings of the offset are unmapped, the
+ * mounted mappers' TLBs and secondary MMUs flushed; then the tree's
+ * reference goes.  Every later access faults and gets VM_FAULT_HWPOISON
+ * until the slot is punched, truncated or the file deleted.
+ * Return: whether @page was @m's and is out.
+ */
+bool morsel_poison(struct morsel *m, u64 off, struct page *page)
+{
+	mentry_t leaf = 0, *slot;
+	spinlock_t *ptl = NULL;
+	bool done = false;
+
+	mutex_lock(&m->lock);
+	if (m->pm || off >= morsel_extent(m->order))
+		goto out;
+	slot = walk(m, off, false, NULL, &leaf);
+	if (!slot)
+		goto out;
+	if (slot != m->rootp) {
+		ptl = ptlock_ptr(virt_to_ptdesc(slot));
+		spin_lock(ptl);
+	}
+	/* Under m->lock only the MMU's A and D bits change the leaf. */
+	while (leaf && leaf != MORSEL_POISON && entry_page(leaf) == page &&
+	       !done)
+		done = tcmpxchg(m, slot, &leaf, MORSEL_POISON);
+	if (ptl)
+		spin_unlock(ptl);
+	if (!done)
+		goto out;
+	unmap_mapping_range(m->inode->i_mapping, off, PAGE_SIZE, 0);
+	morsel_flush_mappers(m, off, off + PAGE_SIZE);
+	page_release(m, page);
+	pages_added(m, -1);
+out:
+	mutex_unlock(&m->lock);
+	return done;
 }
 
 /**
@@ -464,7 +544,8 @@ int morsel_writeback(struct morsel *m, u64 start, u64 end)
 		u64 hole = PAGE_SIZE;
 		mentry_t leaf = 0;
 
-		if (walk(m, off, false, &hole, &leaf) && leaf)
+		if (walk(m, off, false, &hole, &leaf) && leaf &&
+		    leaf != MORSEL_POISON)
 			morsel_pm_writeback(m->pm, page_address(entry_page(leaf)));
 		off = round_down(off, hole) + hole;
 		if (IS_ALIGNED(off, PMD_SIZE)) {
@@ -489,6 +570,8 @@ void morsel_zero_range(struct morsel *m, u64 start, u64 end)
 		u64 stop = min(end, round_down(start, PAGE_SIZE) + PAGE_SIZE);
 		struct page *page = morsel_lookup(m, start);
 
+		if (IS_ERR(page))	/* poisoned: it reads as an error */
+			page = NULL;
 		if (page)
 			memzero_page(page, offset_in_page(start), stop - start);
 		if (page && m->pm)
@@ -577,6 +660,8 @@ struct evicted {
 
 static void evicted_add(struct morsel *m, struct evicted *ev, mentry_t e)
 {
+	if (e == MORSEL_POISON)
+		return;
 	if (m->pm)
 		ev->pm[ev->nr_pm++] = entry_page(e);
 	else
@@ -601,6 +686,7 @@ static void evicted_release(struct morsel *m, struct evicted *ev,
 	}
 	list_for_each_entry_safe(page, next, &ev->list, lru) {
 		list_del(&page->lru);
+		page_disowned(m, page);
 		put_page(page);
 		pages_added(m, -1);
 		cond_resched();
@@ -798,7 +884,7 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 	/* The subtree of @order at offset 0: entry 0 of each table below. */
 	for (; e && level > order; level--)
 		e = READ_ONCE(*(mentry_t *)entry_va(e));
-	if (!e || level != order)
+	if (!e || level != order || e == MORSEL_POISON)
 		return 0;
 	if (!write)
 		e &= ~(mentry_t)(order ? _PAGE_RW : _PAGE_RW | _PAGE_DIRTY);
@@ -807,18 +893,23 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 	return e;
 }
 
-struct morsel *morsel_alloc(struct morsel_sb *sbi)
+struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode)
 {
 	struct morsel *m = kzalloc(sizeof(*m), GFP_KERNEL);
 
 	if (!m)
 		return NULL;
 	m->sbi = sbi;
+	m->inode = inode;
 	m->rootp = &m->root;
 	m->pm = sbi->pm;
 	mutex_init(&m->lock);
 	seqcount_mutex_init(&m->seq, &m->lock);
 	INIT_LIST_HEAD(&m->maps);
+	if (!m->pm && morsel_memerr_add(m)) {
+		kfree(m);
+		return NULL;
+	}
 	atomic_long_inc(&morsel_stat_morsels);
 	return m;
 }
@@ -826,6 +917,7 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi)
 /* Free every page and table (post-order) and the morsel. */
 void morsel_destroy(struct morsel *m)
 {
+	morsel_memerr_del(m);
 	mutex_lock(&m->lock);
 	free_level(m, m->rootp, m->order, 0, morsel_extent(m->order));
 	mutex_unlock(&m->lock);
@@ -849,7 +941,8 @@ static int adopt(struct morsel *m, mentry_t e, int level)
 	if (!e)
 		return 0;
 	if (!level) {
-		pages_added(m, 1);
+		if (e != MORSEL_POISON)
+			pages_added(m, 1);
 		return 0;
 	}
 	t = entry_va(e);
@@ -897,6 +990,7 @@ void morsel_forget(struct morsel *m)
 {
 	int level;
 
+	morsel_memerr_del(m);
 	disown(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order);
 
 	atomic_long_sub(atomic_long_read(&m->nr_pages), &morsel_stat_pages);

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory errors: a data page of a volatile morsel that failed leaves the
+ * morsel, and every mapper that touches its offset gets SIGBUS.
+ *
+ * memory_failure() (a machine check, madvise(MADV_HWPOISON), the debugfs
+ * injector) cannot classify a morsel page: it is not on the LRU and has no
+ * ->mapping.  Kernel patch 0009 offers such a page to the owners on its
+ * notifier chain, with PG_hwpoison already set and one reference held for
+ * memory_failure(), which it keeps for good: the page is never allocated
+ * again.  To find the owner, every page a volatile tree holds carries its
+ * morsel's id in page->private and its page offset in page->index (tree.c
+ * sets them before publishing the page and clears them before letting it
+ * go); @morsel_ids turns the id into the file's inode.  Both words are only hints:
+ * morsel_poison() takes the page only if the tree still maps it there.
+ *
+ * The leaf becomes MORSEL_POISON (tree.c), so mounted mappers fault
+ * (VM_FAULT_HWPOISON: SIGBUS with BUS_MCEERR_AR and the page's address),
+ * page-by-page mappings refault, read and write of the page give -EIO,
+ * and a punch, truncation or unlink of the page clears the poison (the
+ * offset is a hole again).  Private copies a process already made are its
+ * own pages and stay.  The page counts no more against size= or the
+ * morsel's pages; its memory cgroup charge goes with unpoison_memory().
+ * Persistent pages are ZONE_DEVICE memory, which memory_failure() hands to
+ * the device's holder instead (pm.c).
+ *
+ * Locking: @morsel_ids is an allocating xarray (its own lock; readers use
+ * RCU).  The notifier runs under memory_failure()'s mf_mutex in process
+ * context.  It pins the file under RCU: an active reference to the super
+ * block (so an unmount waits) and igrab() (which refuses an inode being
+ * evicted; morsel_destroy() erases the id before it frees any page).  Then
+ * the invalidate lock exclusive, which keeps page-by-page faults out, and
+ * in morsel_poison() m->lock and the PTE table's split lock: mf_mutex ->
+ * invalidate lock -> m->lock -> PTE lock, i_mmap_rwsem, mmu notifiers, as
+ * eviction takes them.  No path calls memory_failure() with a lock of ours
+ * held (madvise's GUP has returned; the injector is a debugfs write).
+ */
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/notifier.h>
+#include <linux/pagemap.h>
+#include <linux/rcupdate.h>
+#include <linux/xarray.h>
+
+#include "morsel.h"
+
+#ifndef CONFIG_MEMORY_FAILURE
+#error "morselfs needs CONFIG_MEMORY_FAILURE and kernel patch 0009"
+#endif
+
+static DEFINE_XARRAY_ALLOC1(morsel_ids);
+
+/* Give volatile @m an id (morsel_alloc).  Return: 0 or -ENOMEM/-EBUSY. */
+int morsel_memerr_add(struct morsel *m)
+{
+	return xa_alloc(&morsel_ids, &m->id, m->inode, xa_limit_32b, GFP_KERNEL);
+}
+
+/* @m is being freed: no failure can find it from here on. */
+void morsel_memerr_del(struct morsel *m)
+{
+	if (m->id)
+		xa_erase(&morsel_ids, m->id);
+	m->id = 0;
+}
+
+/*
+ * The file whose morsel has id @id, pinned (inode and an active super
+ * block), or NULL.
+ */
+static struct inode *memerr_file(unsigned long id)
+{
+	struct super_block *sb;
+	struct inode *inode;
+
+	if (!id || id > U32_MAX)
+		return NULL;
+	rcu_read_lock();
+	inode = xa_load(&morsel_ids, id);	/* freed after a grace period */
+	sb = inode ? inode->i_sb : NULL;	/* so is a super block */
+	if (sb && !atomic_inc_not_zero(&sb->s_active))
+		inode = NULL;
+	if (inode && !igrab(inode)) {
+		inode = NULL;
+		rcu_read_unlock();
+		deactivate_super(sb);
+		return NULL;
+	}
+	rcu_read_unlock();
+	return inode;
+}
+
+static int memerr_notify(struct notifier_block *nb, unsigned long action,
+			 void *data)
+{
+	struct mf_owner_info *info = data;
+	struct page *page = info->page;
+	u64 off = (u64)READ_ONCE(page->index) << PAGE_SHIFT;
+	struct inode *inode;
+	struct super_block *sb;
+	bool taken;
+
+	inode = memerr_file(READ_ONCE(page->private));
+	if (!inode)
+		return NOTIFY_DONE;
+	sb = inode->i_sb;
+	filemap_invalidate_lock(inode->i_mapping);
+	taken = inode->i_private && morsel_poison(inode->i_private, off, page);
+	filemap_invalidate_unlock(inode->i_mapping);
+	iput(inode);
+	deactivate_super(sb);
+	if (!taken)
+		return NOTIFY_DONE;
+	/* Unmapped everywhere; an access faults and gets SIGBUS. */
+	info->result = MF_DELAYED;
+	return NOTIFY_STOP;
+}
+
+static struct notifier_block memerr_nb = {
+	.notifier_call = memerr_notify,
+};
+
+int morsel_memerr_init(void)
+{
+	return register_memory_failure_notifier(&memerr_nb);
+}
+
+void morsel_memerr_exit(void)
+{
+	unregister_memory_failure_notifier(&memerr_nb);
+}

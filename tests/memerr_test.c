@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memerr_test: memory errors in morsel pages (docs/memory-errors.md).
+ * A page of a morsel is poisoned with madvise(MADV_HWPOISON) through each
+ * kind of mapping, or with the debugfs injector by its pfn; then every
+ * mapper (a fork child too) gets SIGBUS with BUS_MCEERR_AR at that page's
+ * address and nowhere else, read and write of the page give EIO, every
+ * other page keeps its bytes, HardwareCorrupted counts the page, and a
+ * punch, truncation or unlink makes the offset usable again with another
+ * page.  Each test ends by unpoisoning the pfn, which succeeds only if no
+ * reference but memory_failure()'s is left: a leak in the module fails it.
+ *
+ * Runs in the VM as root with the probe module (raw page-table entries)
+ * and mounts debugfs for the injector.  kselftest harness: every TEST is a
+ * child process.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+#include "ksft_util.h"
+#include "probe/probe.h"
+
+#ifndef MADV_HWPOISON
+#define MADV_HWPOISON 100
+#endif
+#ifndef BUS_MCEERR_AR
+#define BUS_MCEERR_AR 4
+#endif
+
+#define PG 4096ULL
+#define NPAGES 16		/* the file: 16 pages, in an order-1 morsel */
+#define K 5			/* the page that fails */
+#define HWP "/sys/kernel/debug/hwpoison/"
+
+/* The byte every page @i of the file is filled with. */
+static char fill_of(unsigned int i)
+{
+	return 'a' + i;
+}
+
+static int fill(int fd, unsigned int npages)
+{
+	char buf[PG];
+	unsigned int i;
+
+	for (i = 0; i < npages; i++) {
+		memset(buf, fill_of(i), PG);
+		if (pwrite(fd, buf, PG, i * PG) != (ssize_t)PG)
+			return -1;
+	}
+	return 0;
+}
+
+/* HardwareCorrupted of /proc/meminfo, in kB. */
+static long hw_corrupted_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "HardwareCorrupted: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* The pfn behind @addr in the caller's tables (the probe), or 0. */
+static uint64_t pfn_of(void *addr)
+{
+	struct probe_entries e = { .addr = (uintptr_t)addr };
+	int probe = open("/dev/morsel_probe", O_RDWR);
+	uint64_t pte;
+
+	if (probe < 0)
+		return 0;
+	if (ioctl(probe, PROBE_IOC_ENTRIES, &e))
+		e.entry[4] = 0;
+	close(probe);
+	pte = e.entry[4];
+	return (pte & 1) ? (pte & 0x000ffffffffff000ULL) >> 12 : 0;
+}
+
+static int hwpoison_write(const char *file, uint64_t pfn)
+{
+	char path[128], val[32];
+
+	mkdir("/sys/kernel/debug", 0755);
+	mount("none", "/sys/kernel/debug", "debugfs", 0, NULL);
+	snprintf(path, sizeof(path), HWP "%s", file);
+	snprintf(val, sizeof(val), "%#llx", (unsigned long long)pfn);
+	return write_file(path, val);
+}
+
+/* ---- what a mapper sees of the failed page ---- */
+
+static sigjmp_buf jump;
+static volatile siginfo_t seen;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)uc;
+	memcpy((void *)&seen, si, sizeof(*si));
+	siglongjmp(jump, 1);
+}
+
+/*
+ * Read the first byte of @p.  Return: 0 and *@c, or the SIGBUS it got
+ * (code BUS_MCEERR_AR at @p with si_addr_lsb 12 gives 1; any other -1).
+ */
+static int touch(volatile char *p, char *c)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+
+	sigaction(SIGBUS, &sa, NULL);
+	memset((void *)&seen, 0, sizeof(seen));
+	if (sigsetjmp(jump, 1)) {
+		signal(SIGBUS, SIG_DFL);
+		if (seen.si_code == BUS_MCEERR_AR && seen.si_addr == p &&
+		    seen.si_addr_lsb == 12)
+			return 1;
+		fprintf(stderr, "  SIGBUS code %d at %p (lsb %d), expected %d at %p\n",
+			seen.si_code, seen.si_addr, seen.si_addr_lsb,
+			BUS_MCEERR_AR, (void *)p);
+		return -1;
+	}
+	*c = *p;
+	signal(SIGBUS, SIG_DFL);
+	return 0;
+}
+
+/*
+ * The whole view through @map (NPAGES pages of the file from page 0):
+ * page @k gets the SIGBUS, every other page reads its fill.  0 if so.
+ */
+static int view_ok(char *map, unsigned int npages, unsigned int k)
+{
+	unsigned int i;
+	char c;
+
+	for (i = 0; i < npages; i++) {
+		int r = touch(map + i * PG, &c);
+
+		if (i == k ? r != 1 : (r || c != fill_of(i) ||
+				       map[i * PG + PG - 1] != fill_of(i))) {
+			fprintf(stderr, "  page %u: touch %d, byte %#x\n", i, r, c);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* read(2) and write(2) of page @k give EIO, the other pages their fill. */
+static int io_ok(int fd, unsigned int npages, unsigned int k)
+{
+	char buf[PG];
+	unsigned int i;
+
+	for (i = 0; i < npages; i++) {
+		ssize_t n = pread(fd, buf, PG, i * PG);
+
+		if (i == k ? (n != -1 || errno != EIO) :
+			     (n != (ssize_t)PG || buf[0] != fill_of(i) ||
+			      buf[PG - 1] != fill_of(i))) {
+			fprintf(stderr, "  pread of page %u: %zd (%s)\n", i, n,
+				strerror(errno));
+			return -1;
+		}
+	}
+	errno = 0;
+	if (pwrite(fd, "x", 1, k * PG + 7) != -1 || errno != EIO) {
+		fprintf(stderr, "  pwrite into page %u: %s\n", k, strerror(errno));
+		return -1;
+	}
+	/* A read that starts before the page stops short of it. */
+	if (k && pread(fd, buf, PG, k * PG - 100) != 100)
+		return -1;
+	return 0;
+}
+
+/*
+ * A child forked before the failure: waits for a byte on @pipe, then
+ * checks its own view of @map (refaulted after fork).
+ */
+static pid_t child_checker(int pipe_rd, char *map, unsigned int npages,
+			   unsigned int k)
+{
+	pid_t pid = fork();
+	char go;
+
+	if (pid)
+		return pid;
+	if (read(pipe_rd, &go, 1) != 1)
+		_exit(2);
+	_exit(view_ok(map, npages, k) ? 1 : 0);
+}
+
+static int child_result(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+enum how {
+	MADV_MOUNTED,	/* madvise through the mounted (shared, offset 0) map */
+	MADV_PAGED,	/* madvise through a shared mapping at an offset */
+	MADV_PRIVATE,	/* madvise through a private mapping, before a copy */
+	INJECT,		/* the debugfs injector, on the pfn */
+};
+
+/*
+ * One failure of page @k of a file of @npages pages (an order-0 morsel
+ * when @npages is 1), through @how; every mapper's view and the file's
+ * read and write checked; then page @k punched and reused, and the pfn
+ * unpoisoned.
+ */
+static void one_failure(struct __test_metadata *_metadata, const char *name,
+			unsigned int npages, unsigned int k, enum how how)
+{
+	int fd = fresh(mpath(name), npages * PG), pipefd[2];
+	long corrupted = hw_corrupted_kb();
+	char *map, *paged = NULL, *priv = NULL, *target;
+	uint64_t pfn;
+	pid_t child;
+	char c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, corrupted);
+	ASSERT_EQ(0, fill(fd, npages));
+	map = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(fill_of(k), map[k * PG]);
+	pfn = pfn_of(map + k * PG);
+	ASSERT_NE(0, pfn);
+	/* Page-by-page views: shared from page k, private of the whole file. */
+	paged = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, k * PG);
+	ASSERT_NE(MAP_FAILED, paged);
+	priv = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, priv);
+	ASSERT_EQ(fill_of(k), paged[0]);
+	ASSERT_EQ(fill_of(k), priv[k * PG]);
+	ASSERT_EQ(0, pipe(pipefd));
+	child = child_checker(pipefd[0], map, npages, k);
+	ASSERT_LT(0, child);
+
+	target = how == MADV_PAGED ? paged : how == MADV_PRIVATE ?
+		 priv + k * PG : map + k * PG;
+	if (how == INJECT) {
+		ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
+	} else {
+		ASSERT_EQ(0, madvise(target, PG, MADV_HWPOISON));
+	}
+	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());
+
+	EXPECT_EQ(0, view_ok(map, npages, k));
+	EXPECT_EQ(0, view_ok(priv, npages, k));
+	EXPECT_EQ(1, touch(paged, &c));
+	EXPECT_EQ(0, io_ok(fd, npages, k));
+	ASSERT_EQ(1, write(pipefd[1], "g", 1));
+	EXPECT_EQ(0, child_result(child));
+
+	/* A punch makes it a hole: zeros, then another page for new data. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       k * PG, PG));
+	EXPECT_EQ(0, touch(map + k * PG, &c));
+	EXPECT_EQ(0, c);
+	map[k * PG] = 'Z';
+	EXPECT_EQ(1, pread(fd, &c, 1, k * PG));
+	EXPECT_EQ('Z', c);
+	EXPECT_EQ('Z', paged[0]);
+	EXPECT_NE(pfn, pfn_of(map + k * PG));
+	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());
+
+	/* Only memory_failure()'s reference is left: unpoison frees it. */
+	munmap(map, npages * PG);
+	munmap(paged, PG);
+	munmap(priv, npages * PG);
+	close(fd);
+	unlink(mpath(name));
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+	EXPECT_EQ(corrupted, hw_corrupted_kb());
+}
+
+TEST(madvise_through_the_mounted_mapping)
+{
+	one_failure(_metadata, "me_mounted", NPAGES, K, MADV_MOUNTED);
+}
+
+TEST(madvise_through_a_shared_mapping_at_an_offset)
+{
+	one_failure(_metadata, "me_paged", NPAGES, K, MADV_PAGED);
+}
+
+TEST(madvise_through_a_private_mapping)
+{
+	one_failure(_metadata, "me_private", NPAGES, K, MADV_PRIVATE);
+}
+
+TEST(injector_on_the_pfn)
+{
+	one_failure(_metadata, "me_inject", NPAGES, K, INJECT);
+}
+
+TEST(order_0_morsel)
+{
+	one_failure(_metadata, "me_order0", 1, 0, MADV_MOUNTED);
+}
+
+TEST(order_0_morsel_injector)
+{
+	one_failure(_metadata, "me_order0_inject", 1, 0, INJECT);
+}
+
+/* A private copy made before the failure is the process's own page. */
+TEST(private_copy_keeps_its_bytes)
+{
+	int fd = fresh(mpath("me_cow"), NPAGES * PG);
+	char *map, *priv, c;
+	uint64_t pfn;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, NPAGES));
+	map = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	priv = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_NE(MAP_FAILED, priv);
+	priv[K * PG] = 'P';		/* the copy */
+	pfn = pfn_of(map + K * PG);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(0, madvise(map + K * PG, PG, MADV_HWPOISON));
+	EXPECT_EQ(1, touch(map + K * PG, &c));
+	EXPECT_EQ(0, touch(priv + K * PG, &c));
+	EXPECT_EQ('P', c);
+	EXPECT_EQ(fill_of(K), priv[K * PG + 1]);
+	munmap(map, NPAGES * PG);
+	munmap(priv, NPAGES * PG);
+	close(fd);
+	unlink(mpath("me_cow"));
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+}
+
+/*
+ * The failed slot through the tree's other paths: the order rises over it
+ * (the poisoned root of an order-0 morsel moves down), fallocate leaves
+ * it, truncation clears it, and an unlink frees the rest.
+ */
+TEST(poison_through_order_changes_and_truncation)
+{
+	int fd = fresh(mpath("me_orders"), PG);
+	char *map, buf[PG], c;
+	uint64_t pfn;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, 1));
+	map = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	pfn = pfn_of(map);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(0, madvise(map, PG, MADV_HWPOISON));
+	EXPECT_EQ(1, touch(map, &c));
+	munmap(map, PG);
+	/* Grow to 3 MiB (order 2): page 0 is still the failed one. */
+	memset(buf, fill_of(1), PG);
+	ASSERT_EQ((ssize_t)PG, pwrite(fd, buf, PG, 3 << 20));
+	ASSERT_EQ(0, fallocate(fd, 0, 0, 8 * PG));
+	errno = 0;
+	EXPECT_EQ(-1, pread(fd, buf, PG, 0));
+	EXPECT_EQ(EIO, errno);
+	EXPECT_EQ((ssize_t)PG, pread(fd, buf, PG, 3 << 20));
+	EXPECT_EQ(fill_of(1), buf[0]);
+	map = mmap(NULL, 1 << 30, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	EXPECT_EQ(1, touch(map, &c));
+	EXPECT_EQ(0, touch(map + PG, &c));
+	EXPECT_EQ(0, c);
+	munmap(map, 1 << 30);
+	/* Truncation to nothing and back: a hole. */
+	ASSERT_EQ(0, ftruncate(fd, 0));
+	ASSERT_EQ(0, ftruncate(fd, PG));
+	EXPECT_EQ((ssize_t)PG, pread(fd, buf, PG, 0));
+	EXPECT_EQ(0, buf[0]);
+	close(fd);
+	unlink(mpath("me_orders"));
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+}
+
+/* Unlinking a file with a failed page, mapped and open elsewhere. */
+TEST(unlink_with_a_failed_page)
+{
+	int fd = fresh(mpath("me_unlink"), NPAGES * PG);
+	char *map, c;
+	uint64_t pfn;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, NPAGES));
+	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	pfn = pfn_of(map + K * PG);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
+	ASSERT_EQ(0, unlink(mpath("me_unlink")));
+	EXPECT_EQ(1, touch(map + K * PG, &c));
+	EXPECT_EQ(0, view_ok(map, NPAGES, K));
+	munmap(map, NPAGES * PG);
+	close(fd);
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+}
+
+/* A second failure report of the same page changes nothing. */
+TEST(second_report_of_the_same_page)
+{
+	int fd = fresh(mpath("me_twice"), NPAGES * PG);
+	long corrupted = hw_corrupted_kb();
+	char *map, c;
+	uint64_t pfn;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, NPAGES));
+	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	pfn = pfn_of(map + K * PG);
+	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
+	hwpoison_write("corrupt-pfn", pfn);	/* "already poisoned" */
+	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());
+	EXPECT_EQ(1, touch(map + K * PG, &c));
+	EXPECT_EQ(0, view_ok(map, NPAGES, K));
+	munmap(map, NPAGES * PG);
+	close(fd);
+	unlink(mpath("me_twice"));
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+}
+
+TEST_HARNESS_MAIN
