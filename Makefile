@@ -132,7 +132,7 @@ tests/pmem_test: tests/pmem_test.c tests/ksft_util.h tests/pmem_util.h tests/pm_
 tests/pmem_pin_test: tests/pmem_pin_test.c tests/ksft_util.h tests/pmem_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-tests/memerr_test: tests/memerr_test.c tests/ksft_util.h tests/probe/probe.h $(LIB)
+tests/memerr_test: tests/memerr_test.c tests/ksft_util.h tests/pmem_util.h tests/probe/probe.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/mapping_test: tests/mapping_test.c tests/ksft_util.h $(LIB)

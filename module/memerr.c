@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Memory errors: a data page of a volatile morsel that failed leaves the
- * morsel, and every mapper that touches its offset gets SIGBUS.
+ * Memory errors: a data page of a morsel that failed leaves the morsel,
+ * and every mapper that touches its offset gets SIGBUS.
  *
  * memory_failure() (a machine check, madvise(MADV_HWPOISON), the debugfs
  * injector) cannot classify a morsel page: it is not on the LRU and has no
  * ->mapping.  Kernel patch 0009 offers such a page to the owners on its
  * notifier chain, with PG_hwpoison already set and one reference held for
  * memory_failure(), which it keeps for good: the page is never allocated
- * again.  To find the owner, every page a volatile tree holds carries its
+ * again.  To find the owner, every data page a tree holds carries its
  * morsel's id in page->private and its page offset in page->index (tree.c
  * sets them before publishing the page and clears them before letting it
  * go); @morsel_ids turns the id into the file's inode.  Both words are only hints:
@@ -22,7 +22,8 @@
  * own pages and stay.  The page counts no more against size= or the
  * morsel's pages; its memory cgroup charge goes with unpoison_memory().
  * Persistent pages are ZONE_DEVICE memory, which memory_failure() hands to
- * the device's holder instead (pm.c).
+ * the device's holder instead (pm.c: pm_notify_failure), which comes here
+ * for a file's page; morsel_poison() records it on the device first.
  *
  * Locking: @morsel_ids is an allocating xarray (its own lock; readers use
  * RCU).  The notifier runs under memory_failure()'s mf_mutex in process
@@ -50,7 +51,7 @@
 
 static DEFINE_XARRAY_ALLOC1(morsel_ids);
 
-/* Give volatile @m an id (morsel_alloc).  Return: 0 or -ENOMEM/-EBUSY. */
+/* Give @m an id (morsel_alloc).  Return: 0 or -ENOMEM/-EBUSY. */
 int morsel_memerr_add(struct morsel *m)
 {
 	return xa_alloc(&morsel_ids, &m->id, m->inode, xa_limit_32b, GFP_KERNEL);
@@ -90,26 +91,39 @@ static struct inode *memerr_file(unsigned long id)
 	return inode;
 }
 
-static int memerr_notify(struct notifier_block *nb, unsigned long action,
-			 void *data)
+/**
+ * morsel_memerr_take - take the failed @page out of the file holding it
+ * @page: a page memory_failure() reported, referenced by the caller
+ * @sb:   the instance it must belong to (a device's, pm.c), or NULL
+ *
+ * Return: whether a file held it (and now holds its poison leaf).
+ */
+bool morsel_memerr_take(struct page *page, struct super_block *sb)
 {
-	struct mf_owner_info *info = data;
-	struct page *page = info->page;
 	u64 off = (u64)READ_ONCE(page->index) << PAGE_SHIFT;
 	struct inode *inode;
-	struct super_block *sb;
+	struct super_block *isb;
 	bool taken;
 
 	inode = memerr_file(READ_ONCE(page->private));
 	if (!inode)
-		return NOTIFY_DONE;
-	sb = inode->i_sb;
+		return false;
+	isb = inode->i_sb;
 	filemap_invalidate_lock(inode->i_mapping);
-	taken = inode->i_private && morsel_poison(inode->i_private, off, page);
+	taken = (!sb || isb == sb) && inode->i_private &&
+		morsel_poison(inode->i_private, off, page);
 	filemap_invalidate_unlock(inode->i_mapping);
 	iput(inode);
-	deactivate_super(sb);
-	if (!taken)
+	deactivate_super(isb);
+	return taken;
+}
+
+static int memerr_notify(struct notifier_block *nb, unsigned long action,
+			 void *data)
+{
+	struct mf_owner_info *info = data;
+
+	if (!morsel_memerr_take(info->page, NULL))
 		return NOTIFY_DONE;
 	/* Unmapped everywhere; an access faults and gets SIGBUS. */
 	info->result = MF_DELAYED;

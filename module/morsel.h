@@ -23,6 +23,8 @@
 #include <linux/mm.h>
 #include <uapi/linux/morsel.h>
 
+#include "pm_format.h"
+
 /* Charges go to memory cgroups, and MAPPINGS names mm->owner. */
 #ifndef CONFIG_MEMCG
 #error "morselfs needs CONFIG_MEMCG"
@@ -34,10 +36,10 @@ typedef u64 mentry_t;
 /*
  * The leaf of a page that failed (memerr.c): not present, so every access
  * faults, and the fault answers VM_FAULT_HWPOISON; read and write answer
- * -EIO.  Bits 52-54 (a root word's order) are clear, so it is also the
- * root word of an order-0 morsel.  No page is behind it.
+ * -EIO.  No address and no order bits (52-54), so it is also the root
+ * word of an order-0 morsel.  On a device it is the format's MPM_POISON.
  */
-#define MORSEL_POISON	((mentry_t)0xbadbad00)
+#define MORSEL_POISON	((mentry_t)MPM_POISON)
 
 /**
  * struct morsel_sb - one morselfs instance (sb->s_fs_info), see fs.c
@@ -91,9 +93,9 @@ struct morsel_sb {
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
  * @sbi:        the file system instance, charged for pages and tables.
- * @inode:      the file it is the data of.
- * @id:         names it in its volatile pages' page->private, for the
- *              owner of a failed page (memerr.c); 0 on a persistent device.
+ * @inode:      the file it is the data of (NULL: a device's bad-page tree).
+ * @id:         names it in its data pages' page->private, for the owner of
+ *              a failed page (memerr.c); 0 without an inode.
  */
 struct morsel {
 	struct mutex lock;	/* see @lock above */
@@ -155,6 +157,7 @@ struct page *morsel_populate(struct morsel *m, u64 off);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
+int morsel_place(struct morsel *m, u64 off, struct page *page);
 int morsel_set_order(struct morsel *m, unsigned int order);
 void morsel_free_range(struct morsel *m, u64 start, u64 end);
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
@@ -183,6 +186,7 @@ int morsel_memerr_init(void);
 void morsel_memerr_exit(void);
 int morsel_memerr_add(struct morsel *m);
 void morsel_memerr_del(struct morsel *m);
+bool morsel_memerr_take(struct page *page, struct super_block *sb);
 
 /* ioctl.c */
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -26,6 +26,9 @@ void morsel_pm_table_disowned(struct ptdesc *pt);
 struct page *morsel_pm_alloc_data(struct morsel_pm *pm);
 void morsel_pm_free_data(struct morsel_pm *pm, struct page *page);
 
+/* A data page failed: listed in the device's bad-page tree (memerr.c). */
+int morsel_pm_bad_page(struct morsel_pm *pm, struct page *page);
+
 /* Mounting (fs.c). */
 int morsel_pm_mount(struct super_block *sb, const char *path);
 struct inode *morsel_pm_load(struct super_block *sb);

@@ -33,7 +33,9 @@
  * locks (i_rwsem of every directory involved), which also order the
  * stores into a directory's pages; an inode's words under its i_rwsem;
  * the leftovers of unmounted devices under pm_leftover_lock (a mutex:
- * mount, unmount and the reaping work sleep).
+ * mount, unmount and the reaping work sleep).  Memory errors: see
+ * pm_notify_failure; pm_failure_lock -> the file's invalidate lock ->
+ * its m->lock -> pm->bad_lock -> the bad-page tree's m->lock.
  */
 #include <linux/blkdev.h>
 #include <linux/cc_platform.h>
@@ -69,6 +71,12 @@ struct morsel_pm {
 	u64 ino_hint;
 	atomic64_t nr_inodes;		/* allocated records */
 	atomic64_t stores;
+	/* Memory errors (pm_notify_failure). */
+	struct morsel_sb *sbi;
+	u64 start_off;			/* of the device in the dax device */
+	bool live;			/* mounted: under pm_failure_lock */
+	struct mutex bad_lock;		/* creating @bad */
+	struct morsel *bad;		/* the bad-page tree, once used */
 };
 
 /* A data page freed while pinned, or a table waiting for its grace period. */
@@ -428,6 +436,163 @@ void morsel_pm_exit(void)
 {
 	cancel_delayed_work_sync(&pm_leftover_work);
 }
+
+/* ---- memory errors (docs/memory-errors.md) ---- */
+
+/*
+ * Orders a failure notification against the end of a mount: fs_put_dax()
+ * does not wait for one in flight, and one may come before the mount is
+ * done (pm->live).
+ */
+static DEFINE_MUTEX(pm_failure_lock);
+
+/*
+ * Record @page, a page of the device, as failed: its leaf in the bad-page
+ * tree (pm_format.h), the format raised to 2 first on a device of format
+ * 1.  The page stays allocated.  Return: 0, -ENOMEM, -ENOSPC (no page for
+ * a table) or -EEXIST (never: a page is listed at its own offset only).
+ */
+int morsel_pm_bad_page(struct morsel_pm *pm, struct page *page)
+{
+	struct mpm_super *super = mpm_super(&pm->fs);
+	u64 p = pm_page(pm, page_address(page));
+	unsigned int order = max(1, morsel_order_for_size((p + 1) << PAGE_SHIFT));
+	struct morsel *bad;
+	int err = 0;
+
+	mutex_lock(&pm->bad_lock);
+	bad = pm->bad;
+	if (!bad) {
+		bad = morsel_alloc(pm->sbi, NULL);
+		if (!bad) {
+			err = -ENOMEM;
+			goto out;
+		}
+		bad->rootp = &super->badtree;
+		bad->order = mpm_root_order(READ_ONCE(super->badtree));
+		if (morsel_adopt_tree(bad)) {
+			morsel_forget(bad);
+			err = -ENOMEM;
+			goto out;
+		}
+		pm->bad = bad;
+	}
+	if (READ_ONCE(super->version) < 2)
+		morsel_pm_store(pm, &super->version, 2);
+	mutex_lock_nested(&bad->lock, SINGLE_DEPTH_NESTING);
+	if (order > bad->order)
+		err = morsel_set_order(bad, order);
+	if (!err)
+		err = morsel_place(bad, p << PAGE_SHIFT, page);
+	mutex_unlock(&bad->lock);
+out:
+	mutex_unlock(&pm->bad_lock);
+	return err;
+}
+
+/* Is device page @p listed as failed? */
+static bool pm_page_listed(struct morsel_pm *pm, u64 p)
+{
+	struct page *page;
+	bool listed = false;
+
+	mutex_lock(&pm->bad_lock);
+	if (pm->bad && ((u64)p << PAGE_SHIFT) < morsel_extent(pm->bad->order)) {
+		mutex_lock_nested(&pm->bad->lock, SINGLE_DEPTH_NESTING);
+		page = morsel_lookup(pm->bad, p << PAGE_SHIFT);
+		listed = !IS_ERR_OR_NULL(page);
+		mutex_unlock(&pm->bad->lock);
+	}
+	mutex_unlock(&pm->bad_lock);
+	return listed;
+}
+
+/*
+ * Device page @p of @sb's instance failed.  A regular file's data page
+ * leaves the file (memerr.c: its offset gets SIGBUS and EIO), a free page
+ * is taken from the allocator; both are recorded and never used again.
+ * A page of metadata (the super block, a table, inode records, a
+ * directory's, a link's or attributes' page) cannot be replaced while
+ * mounted: it is reported, and -EIO tells memory_failure() so.
+ */
+static int pm_page_failed(struct super_block *sb, struct morsel_pm *pm, u64 p)
+{
+	unsigned long *map = (unsigned long *)pm->fs.used;
+	struct page *page;
+	bool was_free;
+	int err;
+
+	if (!p || p >= pm->fs.nr_pages) {
+		pr_err("morselfs: %s: its super block failed\n", pm->path);
+		return -EIO;
+	}
+	page = virt_to_page(pm_addr(pm, p));
+	if (morsel_memerr_take(page, sb) || pm_page_listed(pm, p))
+		return 0;
+	spin_lock_bh(&pm->alloc_lock);
+	was_free = !test_bit(p, map);
+	if (was_free)
+		__set_bit(p, map);
+	spin_unlock_bh(&pm->alloc_lock);
+	if (was_free) {
+		err = morsel_pm_bad_page(pm, page);
+		if (err)	/* kept from this mount's allocator at least */
+			pr_err("morselfs: %s: failed page %llu could not be recorded (%d)\n",
+			       pm->path, p, err);
+		return err;
+	}
+	pr_err("morselfs: %s: page %llu failed, which holds metadata; copy the files off, unmount and run morsel fsck\n",
+	       pm->path, p);
+	return -EIO;
+}
+
+/*
+ * dax_holder_operations.notify_failure: memory_failure() on a page of the
+ * device (a machine check, madvise(MADV_HWPOISON), the injector) arrives
+ * here with the range as an offset into the dax device.  The removal of
+ * the device (MF_MEM_PRE_REMOVE) is fs_holder_ops' (morsel_pm_shutdown).
+ * Return: 0 if every page was taken care of, else -EIO (or why a page
+ * could not be recorded).
+ */
+static int pm_notify_failure(struct dax_device *dax, u64 offset, u64 len,
+			     int mf_flags)
+{
+	struct super_block *sb;
+	struct morsel_pm *pm = NULL;
+	u64 p, last;
+	int err = 0, e;
+
+	if (mf_flags & MF_MEM_PRE_REMOVE)
+		return 0;
+	mutex_lock(&pm_failure_lock);
+	sb = dax_holder(dax);
+	if (sb && sb->s_fs_info)
+		pm = PM(sb);
+	if (!pm || !pm->live || !atomic_inc_not_zero(&sb->s_active))
+		pm = NULL;
+	mutex_unlock(&pm_failure_lock);
+	if (!pm)
+		return -EIO;	/* mounting or unmounting */
+	if (offset < pm->start_off || !len) {
+		deactivate_super(sb);
+		return -EIO;
+	}
+	p = (offset - pm->start_off) >> PAGE_SHIFT;
+	last = min_t(u64, (offset - pm->start_off + len - 1) >> PAGE_SHIFT,
+		     pm->fs.nr_pages - 1);
+	for (; p <= last; p++) {
+		e = pm_page_failed(sb, pm, p);
+		if (e)
+			err = e;
+		cond_resched();
+	}
+	deactivate_super(sb);
+	return err;
+}
+
+static const struct dax_holder_operations pm_holder_ops = {
+	.notify_failure = pm_notify_failure,
+};
 
 /* ---- small trees: directories and symbolic links ---- */
 
@@ -873,6 +1038,8 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	spin_lock_init(&pm->alloc_lock);
 	INIT_LIST_HEAD(&pm->busy);
 	mutex_init(&pm->ino_lock);
+	mutex_init(&pm->bad_lock);
+	pm->sbi = sbi;
 	pm->path = kstrdup(path, GFP_KERNEL);
 	if (!pm->path) {
 		kfree(pm);
@@ -896,7 +1063,7 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	}
 	bdev = file_bdev(pm->bdev_file);
 	err = -EINVAL;
-	pm->dax = fs_dax_get_by_bdev(bdev, &start_off, sb, NULL);
+	pm->dax = fs_dax_get_by_bdev(bdev, &start_off, sb, &pm_holder_ops);
 	if (!pm->dax) {
 		pr_err("morselfs: %s is not a DAX device (an fsdax pmem namespace)\n", path);
 		goto fail;
@@ -928,6 +1095,7 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 		goto fail;
 	}
 	pm->flush = dax_write_cache_enabled(pm->dax);
+	pm->start_off = start_off;
 	pm->fs.dev = kaddr;
 	pm->fs.nr_pages = nr;
 	pm->fs.repair = true;
@@ -950,10 +1118,14 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 		goto fail;
 	}
 	if (mpm_needs_recovery(&pm->fs.st))
-		pr_info("morselfs: %s recovered: %llu orphans, %llu renames, %llu punches, %llu pages freed, %llu entries relocated, %llu trees lowered\n",
+		pr_info("morselfs: %s recovered: %llu orphans, %llu renames, %llu punches, %llu pages freed, %llu entries relocated, %llu trees lowered, %llu failed pages marked\n",
 			path, pm->fs.st.orphans, pm->fs.st.renames,
 			pm->fs.st.punches, pm->fs.st.leaked_pages,
-			pm->fs.st.relocated, pm->fs.st.lowered);
+			pm->fs.st.relocated, pm->fs.st.lowered,
+			pm->fs.st.poisonings);
+	if (pm->fs.st.bad_pages)
+		pr_info("morselfs: %s: %llu failed pages are not used\n",
+			path, pm->fs.st.bad_pages);
 	mutex_lock(&pm_leftover_lock);
 	pm_leftover_drop(pm);
 	mutex_unlock(&pm_leftover_lock);
@@ -1121,7 +1293,12 @@ struct inode *morsel_pm_load(struct super_block *sb)
 	kfree(name);
 	mpm_free(pm->fs.links);
 	pm->fs.links = NULL;
-	return err ? ERR_PTR(err) : root;
+	if (err)
+		return ERR_PTR(err);
+	mutex_lock(&pm_failure_lock);
+	pm->live = true;
+	mutex_unlock(&pm_failure_lock);
+	return root;
 }
 
 /*
@@ -1146,11 +1323,19 @@ void morsel_pm_unmount(struct super_block *sb)
 
 	if (!pm)
 		return;
+	mutex_lock(&pm_failure_lock);
+	pm->live = false;
+	mutex_unlock(&pm_failure_lock);
+	if (pm->bad)
+		morsel_forget(pm->bad);
 	rcu_barrier();		/* tables waiting for a grace period */
 	pm_leave_busy(pm);
 	mpm_fs_release(&pm->fs);
 	put_dev_pagemap(pm->pgmap);
+	/* No failure notification is in flight when the holder goes. */
+	mutex_lock(&pm_failure_lock);
 	fs_put_dax(pm->dax, sb);
+	mutex_unlock(&pm_failure_lock);
 	bdev_fput(pm->bdev_file);
 	kfree(pm->path);
 	kfree(pm);

@@ -6,12 +6,13 @@
  * into user space; see pm_env.h.
  *
  * Three passes:
- * 1. Every tree, in a fixed order: the inode table (pre-order, entries in
- *    index order) and, after each of its record pages, the tree of every
- *    allocated inode on that page.  Marks each reachable page in @used and
- *    reports pages reached twice, entries outside the device and entries
- *    with foreign bits.  The fixed order is what makes a relocation
- *    restartable: the walk index of an entry says whether it was rewritten.
+ * 1. Every tree, in a fixed order: the bad-page tree (format 2), the inode
+ *    table (pre-order, entries in index order) and, after each of its
+ *    record pages, the tree of every allocated inode on that page.  Marks
+ *    each reachable page in @used and reports pages reached twice, entries
+ *    outside the device and entries with foreign bits.  The fixed order is
+ *    what makes a relocation restartable: the walk index of an entry says
+ *    whether it was rewritten.
  * 2. The directories, breadth first from the root: validates every live
  *    entry, collects the entries unfinished renames have killed, then counts
  *    the links of every inode (in BFS order, skipping killed entries and
@@ -45,6 +46,10 @@
 #define MPM_K_LEVEL	0x07
 #define MPM_K_DIR	0x10	/* a directory's data page */
 #define MPM_K_REC	0x20	/* a record page of the inode table */
+#define MPM_K_BAD	0x40	/* a failed page, in the bad-page tree */
+
+/* The bad-page tree's number in walk_entry() and reports. */
+#define MPM_BAD_INO	(~0ULL)
 
 static const char * const level_name[] = { "data page", "PTE table",
 	"PMD table", "PUD table", "P4D table" };
@@ -197,7 +202,8 @@ static bool mark(struct mpm_fs *fs, __u64 page, __u64 ino, int level, __u64 *slo
 	}
 	*w |= bit;
 	fs->kind[page] = (level + 1) | (!ino && !level ? MPM_K_REC : 0) |
-			 (ino && !level && fs->is_dir ? MPM_K_DIR : 0);
+			 (ino && !level && fs->is_dir ? MPM_K_DIR : 0) |
+			 (fs->in_bad && !level ? MPM_K_BAD : 0);
 	return true;
 }
 
@@ -234,6 +240,17 @@ static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
 
 	if (!v)
 		return 0;
+	/* Format 2: a failed page's leaf, in a regular file only. */
+	if ((v & ~keep) == MPM_POISON) {
+		if (!level && ino && fs->is_reg && mpm_super(fs)->version >= 2) {
+			fs->st.poisoned++;
+			return 0;
+		}
+		damaged(fs, slot, 0, "inode %llu: %s entry %#llx at page %llu: misplaced mark",
+			(unsigned long long)ino, level_name[level],
+			(unsigned long long)v, (unsigned long long)pgoff);
+		return 0;
+	}
 	page = resolve(fs, slot, keep);
 	v = mpm_load(slot) & ~keep;
 	if (!entry_flags_ok(v & ~MPM_E_ADDR & ~MPM_E_AD, level)) {
@@ -248,12 +265,30 @@ static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
 			(unsigned long long)v, (unsigned long long)pgoff);
 		return 0;
 	}
+	if (fs->in_bad && !level && page != pgoff) {
+		damaged(fs, slot, 0, "the bad-page tree lists page %llu at %llu",
+			(unsigned long long)page, (unsigned long long)pgoff);
+		return 0;
+	}
+	/*
+	 * A regular file's leaf on a listed page: a crash came between the
+	 * two stores that record a failure; the leaf becomes the mark.
+	 */
+	if (!level && ino && fs->is_reg && (fs->kind[page] & MPM_K_BAD)) {
+		fs->st.poisonings++;
+		fs->st.poisoned++;
+		if (fs->repair)
+			store(fs, slot, MPM_POISON);
+		return 0;
+	}
 	if (!mark(fs, page, ino, level, slot))
 		return 0;
 	if (!ino)
 		fs->st.itable_pages++;
 	else if (level)
 		fs->st.table_pages++;
+	else if (fs->in_bad)
+		fs->st.bad_pages++;
 	else
 		fs->st.data_pages++;
 	if (ino && !level && pgoff == fs->leading)
@@ -316,6 +351,7 @@ static void walk_xattrs(struct mpm_fs *fs, struct mpm_inode *in, __u64 ino)
 	const __u8 *page;
 
 	fs->is_dir = false;
+	fs->is_reg = false;
 	p = walk_entry(fs, &in->xattr, 0, 0, ino, 0);
 	page = page_at(fs, p);
 	while (p && !why && off + sizeof(*x) <= MPM_PAGE_SIZE) {
@@ -447,6 +483,7 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 			continue;
 		}
 		fs->is_dir = (in->mode & S_IFMT) == S_IFDIR;
+		fs->is_reg = (in->mode & S_IFMT) == S_IFREG;
 		fs->leading = 0;
 		walk_entry(fs, &in->root, order, 0, ino, MPM_ROOT_ORDER_MASK);
 		data = fs->leading;
@@ -762,6 +799,12 @@ static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 
 	if (!v || pgoff + span <= from || pgoff >= to)
 		return;
+	if (v == MPM_POISON) {		/* a failed page's mark (level 0) */
+		fs->st.poisonings++;
+		if (fs->repair)
+			store(fs, slot, 0);
+		return;
+	}
 	page = entry_page(fs, v, fs->base);
 	if (!page)
 		return;
@@ -913,7 +956,7 @@ static int check_super(struct mpm_fs *fs)
 		mpm_report(fs, MPM_ERROR, "no persistent morselfs here (bad magic)");
 		return -EINVAL;
 	}
-	if (sb->version != MPM_VERSION || sb->nr_devices != 1) {
+	if (sb->version < 1 || sb->version > MPM_VERSION || sb->nr_devices != 1) {
 		mpm_report(fs, MPM_ERROR, "format %llu, %llu devices; this is format %d",
 			   (unsigned long long)sb->version,
 			   (unsigned long long)sb->nr_devices, MPM_VERSION);
@@ -923,7 +966,8 @@ static int check_super(struct mpm_fs *fs)
 	    sb->base % MPM_PAGE_SIZE || sb->reloc_base % MPM_PAGE_SIZE ||
 	    !addr_range_ok(sb->base, sb->nr_pages) ||
 	    !addr_range_ok(sb->reloc_base, sb->nr_pages) ||
-	    mpm_root_order(sb->itable) != MPM_ITABLE_ORDER) {
+	    mpm_root_order(sb->itable) != MPM_ITABLE_ORDER ||
+	    (sb->version < 2 && sb->badtree)) {
 		mpm_report(fs, MPM_ERROR,
 			   "bad super block: %llu of %llu pages, base %#llx, moving to %#llx",
 			   (unsigned long long)sb->nr_pages, (unsigned long long)fs->nr_pages,
@@ -954,6 +998,29 @@ static void reset_round(struct mpm_fs *fs)
 }
 
 /*
+ * The bad-page tree (format 2), first: a regular file's leaf on a page it
+ * lists is then known to be an unfinished recording (walk_entry()).
+ */
+static void walk_bad(struct mpm_fs *fs)
+{
+	struct mpm_super *sb = mpm_super(fs);
+	__u64 root = mpm_load(&sb->badtree);
+	unsigned int order = mpm_root_order(root);
+
+	if (!root)
+		return;
+	if (order > MPM_MAX_ORDER || (fs->max_order && order > fs->max_order)) {
+		damaged(fs, &sb->badtree, 0, "the bad-page tree has order %u", order);
+		return;
+	}
+	fs->is_dir = false;
+	fs->is_reg = false;
+	fs->in_bad = true;
+	walk_entry(fs, &sb->badtree, order, 0, MPM_BAD_INO, MPM_ROOT_ORDER_MASK);
+	fs->in_bad = false;
+}
+
+/*
  * One walk: the three passes, each only if the ones before found no
  * damage.  -EAGAIN: a repairing walk finished a relocation to an address
  * that is not the device's (a crash during a relocating mount, then a
@@ -977,6 +1044,7 @@ static int walk_round(struct mpm_fs *fs)
 	}
 	fs->walk_idx = 0;
 	fs->used[0] = 1;
+	walk_bad(fs);
 	walk_entry(fs, &sb->itable, MPM_ITABLE_ORDER, 0, 0, MPM_ROOT_ORDER_MASK);
 	if (fs->walk_err)
 		return fs->walk_err;

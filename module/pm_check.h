@@ -21,6 +21,8 @@ struct mpm_stats {
 	__u64 table_pages;	/* the morsels' tables */
 	__u64 data_pages;	/* data pages (directories', links', attributes' too) */
 	__u64 used_pages;	/* all reachable pages, the super block too */
+	__u64 bad_pages;	/* failed pages in the bad-page tree (format 2) */
+	__u64 poisoned;		/* regular files' leaves of failed pages */
 	/* States a crash leaves, which recovery finishes (leaks until then). */
 	__u64 renames;		/* unfinished renames */
 	__u64 punches;		/* unfinished punches */
@@ -28,6 +30,7 @@ struct mpm_stats {
 	__u64 leaked_pages;	/* pages held by orphans, punches, beyond EOF */
 	__u64 relocated;	/* entries rewritten for a new base */
 	__u64 lowered;		/* trees lowered to the order they need */
+	__u64 poisonings;	/* failed pages' leaves marked or cleared */
 	/*
 	 * Violated invariants (damage): a mount refuses the device, unchanged;
 	 * only `morsel fsck -y` (@fix) removes them.
@@ -82,6 +85,8 @@ struct mpm_fs {
 	int walk_err;		/* -ENOMEM in pass 1 */
 	bool dry;		/* a check before a repair: no store, no error for a relocation */
 	bool is_dir;		/* the tree being walked is a directory's */
+	bool is_reg;		/* ... a regular file's */
+	bool in_bad;		/* ... the bad-page tree */
 	__u64 leading;		/* its data pages from offset 0 on, so far */
 	__u8 *kind;		/* per page: what pass 1 reached it as (MPM_K_*) */
 	struct mpm_vec { __u64 *v, n, cap; } recs;	/* record pages' offsets, ascending */
@@ -140,7 +145,7 @@ static inline const void *mpm_xattr_value(const struct mpm_xattr *x)
 static inline bool mpm_needs_recovery(const struct mpm_stats *st)
 {
 	return st->renames || st->punches || st->orphans || st->leaked_pages ||
-	       st->relocated || st->lowered || st->fixed;
+	       st->relocated || st->lowered || st->fixed || st->poisonings;
 }
 
 static inline struct mpm_super *mpm_super(struct mpm_fs *fs)

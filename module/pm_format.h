@@ -27,7 +27,7 @@
 #include <linux/types.h>
 
 #define MPM_MAGIC		0x4d504c4553524f4dULL	/* "MORSELPM" */
-#define MPM_VERSION		1
+#define MPM_VERSION		2	/* 1: without bad pages; both mount */
 #define MPM_PAGE_SIZE		4096
 #define MPM_ENTRIES		512	/* entries per table */
 #define MPM_MAX_ORDER		4
@@ -47,6 +47,13 @@
 #define MPM_E_NX		_BITULL(63)
 #define MPM_E_ADDR		0x000ffffffffff000ULL
 #define MPM_E_AD		(MPM_E_ACCESSED | MPM_E_DIRTY)
+/*
+ * Format 2: the leaf of a regular file's page that failed (a memory
+ * error): not present, no address, no order bits.  The page itself is
+ * listed in the bad-page tree (struct mpm_super.badtree) and never used
+ * again; the offset reads as an error until it is punched or truncated.
+ */
+#define MPM_POISON		0x7800000000000600ULL
 /* What the module writes, without A and D. */
 #define MPM_E_TABLE		(MPM_E_PRESENT | MPM_E_RW | MPM_E_USER)
 #define MPM_E_LEAF		(MPM_E_PRESENT | MPM_E_RW | MPM_E_USER | MPM_E_SPECIAL)
@@ -106,7 +113,16 @@ struct mpm_super {
 	__u64 reloc_done;	/* entries rewritten, in walk order */
 	__u64 reloc_old;	/* the next entry's value before its rewrite */
 	__u64 nr_devices;	/* 1 */
-	__u64 reserved[20];
+	/*
+	 * Format 2: root word of the bad-page tree, 0 if none.  A morsel-
+	 * shaped tree whose data page at page offset p is device page p,
+	 * which failed: it is used, never read, never written.  Recording a
+	 * failed page of a file stores the tree's leaf first, then the file's
+	 * MPM_POISON; a crash between leaves the file's leaf on a listed
+	 * page, which recovery turns into MPM_POISON.
+	 */
+	__u64 badtree;
+	__u64 reserved[19];
 	struct mpm_device dev[MPM_MAX_DEVICES];
 };
 

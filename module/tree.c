@@ -209,22 +209,21 @@ static struct page *entry_page(mentry_t e)
 }
 
 /*
- * A volatile page names its morsel and offset while it is in the tree, so
+ * A data page names its morsel and offset while it is in the tree, so
  * that the owner of a failed page can be found (memerr.c).  Set before the
- * page is published, cleared before the tree lets go of it.
+ * page is published (or when a device's tree is adopted), cleared before
+ * the tree lets go of it.  (A device page's lru words hold its pgmap; its
+ * index and private words are free, as fsdax uses them too.)
  */
 static void page_owned(struct morsel *m, struct page *page, u64 off)
 {
-	if (m->pm)
-		return;
 	page->index = off >> PAGE_SHIFT;
 	set_page_private(page, m->id);
 }
 
 static void page_disowned(struct morsel *m, struct page *page)
 {
-	if (!m->pm)
-		set_page_private(page, 0);
+	set_page_private(page, 0);
 }
 
 /* Count @nr published (or, negative, freed) pages; frees give back size. */
@@ -491,6 +490,8 @@ struct page *morsel_lookup(struct morsel *m, u64 off)
  * mounted mappers' TLBs and secondary MMUs flushed; then the tree's
  * reference goes.  Every later access faults and gets VM_FAULT_HWPOISON
  * until the slot is punched, truncated or the file deleted.
+ * On a persistent device the page is recorded in the bad-page tree first
+ * and stays allocated for good (pm.c).
  * Return: whether @page was @m's and is out.
  */
 bool morsel_poison(struct morsel *m, u64 off, struct page *page)
@@ -500,11 +501,18 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 	bool done = false;
 
 	mutex_lock(&m->lock);
-	if (m->pm || off >= morsel_extent(m->order))
+	if (off >= morsel_extent(m->order))
 		goto out;
 	slot = walk(m, off, false, NULL, &leaf);
-	if (!slot)
+	if (!slot || !leaf || leaf == MORSEL_POISON || entry_page(leaf) != page)
 		goto out;
+	/*
+	 * On a device the failure is recorded first, so that a crash before
+	 * the leaf changes still keeps the page (pm_format.h: badtree).  A
+	 * page that cannot be recorded is still taken out of the file.
+	 */
+	if (m->pm && morsel_pm_bad_page(m->pm, page))
+		pr_err("morselfs: a failed page could not be recorded; a remount may reuse it\n");
 	if (slot != m->rootp) {
 		ptl = ptlock_ptr(virt_to_ptdesc(slot));
 		spin_lock(ptl);
@@ -519,11 +527,38 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 		goto out;
 	unmap_mapping_range(m->inode->i_mapping, off, PAGE_SIZE, 0);
 	morsel_flush_mappers(m, off, off + PAGE_SIZE);
-	page_release(m, page);
+	if (m->pm)	/* the bad-page tree's now: never allocated again */
+		page_disowned(m, page);
+	else
+		page_release(m, page);
 	pages_added(m, -1);
 out:
 	mutex_unlock(&m->lock);
 	return done;
+}
+
+/**
+ * morsel_place - put the leaf of @page at byte offset @off of @m
+ *
+ * For the bad-page tree of a device (pm.c), whose caller holds m->lock
+ * and raised the order to cover @off.  Return: 0 (also if it is there
+ * already), -EEXIST (another page is), -ENOMEM or -ENOSPC.
+ */
+int morsel_place(struct morsel *m, u64 off, struct page *page)
+{
+	mentry_t *slot, e;
+	bool lost;
+
+	lockdep_assert_held(&m->lock);
+	slot = walk(m, off, true, NULL, &e);
+	if (IS_ERR(slot))
+		return PTR_ERR(slot);
+	if (!e) {
+		e = publish(m, slot, page_entry(page), &lost);
+		if (!lost)
+			pages_added(m, 1);
+	}
+	return e != MORSEL_POISON && entry_page(e) == page ? 0 : -EEXIST;
 }
 
 /**
@@ -906,7 +941,7 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode)
 	mutex_init(&m->lock);
 	seqcount_mutex_init(&m->seq, &m->lock);
 	INIT_LIST_HEAD(&m->maps);
-	if (!m->pm && morsel_memerr_add(m)) {
+	if (inode && morsel_memerr_add(m)) {
 		kfree(m);
 		return NULL;
 	}
@@ -932,7 +967,7 @@ void morsel_destroy(struct morsel *m)
  * tables.  Return: 0 or -ENOMEM (what was constructed stays counted, and
  * morsel_forget undoes it).
  */
-static int adopt(struct morsel *m, mentry_t e, int level)
+static int adopt(struct morsel *m, mentry_t e, int level, u64 off)
 {
 	struct ptdesc *pt;
 	mentry_t *t;
@@ -941,8 +976,10 @@ static int adopt(struct morsel *m, mentry_t e, int level)
 	if (!e)
 		return 0;
 	if (!level) {
-		if (e != MORSEL_POISON)
+		if (e != MORSEL_POISON) {
+			page_owned(m, entry_page(e), off);
 			pages_added(m, 1);
+		}
 		return 0;
 	}
 	t = entry_va(e);
@@ -952,13 +989,14 @@ static int adopt(struct morsel *m, mentry_t e, int level)
 	atomic_long_inc(&m->nr_tables[level - 1]);
 	atomic_long_inc(&morsel_stat_tables);
 	for (i = 0; i < PTRS_PER_PTE && !err; i++)
-		err = adopt(m, READ_ONCE(t[i]), level - 1);
+		err = adopt(m, READ_ONCE(t[i]), level - 1,
+			    off + (u64)i * level_span(level - 1));
 	return err;
 }
 
 int morsel_adopt_tree(struct morsel *m)
 {
-	return adopt(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order);
+	return adopt(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order, 0);
 }
 
 /* Undo adopt() (or table_alloc()) for the tables of a tree that stays. */

@@ -10,6 +10,13 @@
  * page.  Each test ends by unpoisoning the pfn, which succeeds only if no
  * reference but memory_failure()'s is left: a leak in the module fails it.
  *
+ * On a persistent instance ($MORSEL_PMEM, the fixture "pm") the failure
+ * arrives through the device's notify_failure: a file's page behaves the
+ * same and stays failed after a remount, a free page is taken out too,
+ * `morsel fsck` lists both, and no later file gets either page; a page
+ * of metadata is reported and changes nothing.  Device pages cannot be
+ * unpoisoned, so every test formats its device again.
+ *
  * Runs in the VM as root with the probe module (raw page-table entries)
  * and mounts debugfs for the injector.  kselftest harness: every TEST is a
  * child process.
@@ -34,6 +41,7 @@
 #include "kselftest_harness.h"
 #include "morsel.h"
 #include "ksft_util.h"
+#include "pmem_util.h"
 #include "probe/probe.h"
 
 #ifndef MADV_HWPOISON
@@ -43,7 +51,6 @@
 #define BUS_MCEERR_AR 4
 #endif
 
-#define PG 4096ULL
 #define NPAGES 16		/* the file: 16 pages, in an order-1 morsel */
 #define K 5			/* the page that fails */
 #define HWP "/sys/kernel/debug/hwpoison/"
@@ -82,20 +89,27 @@ static long hw_corrupted_kb(void)
 	return kb;
 }
 
-/* The pfn behind @addr in the caller's tables (the probe), or 0. */
-static uint64_t pfn_of(void *addr)
+/*
+ * The pfn of the caller's entry for @addr at @level (4: the PTE, 3: the
+ * PMD: then the table below it) through the probe, or 0.
+ */
+static uint64_t pfn_at(void *addr, int level)
 {
+	static int probe = -1;
 	struct probe_entries e = { .addr = (uintptr_t)addr };
-	int probe = open("/dev/morsel_probe", O_RDWR);
-	uint64_t pte;
+	uint64_t v;
 
 	if (probe < 0)
+		probe = open("/dev/morsel_probe", O_RDWR);
+	if (probe < 0 || ioctl(probe, PROBE_IOC_ENTRIES, &e))
 		return 0;
-	if (ioctl(probe, PROBE_IOC_ENTRIES, &e))
-		e.entry[4] = 0;
-	close(probe);
-	pte = e.entry[4];
-	return (pte & 1) ? (pte & 0x000ffffffffff000ULL) >> 12 : 0;
+	v = e.entry[level];
+	return (v & 1) ? (v & 0x000ffffffffff000ULL) >> 12 : 0;
+}
+
+static uint64_t pfn_of(void *addr)
+{
+	return pfn_at(addr, 4);
 }
 
 static int hwpoison_write(const char *file, uint64_t pfn)
@@ -184,6 +198,8 @@ static int io_ok(int fd, unsigned int npages, unsigned int k)
 			return -1;
 		}
 	}
+	if (k >= npages)	/* no failed page */
+		return 0;
 	errno = 0;
 	if (pwrite(fd, "x", 1, k * PG + 7) != -1 || errno != EIO) {
 		fprintf(stderr, "  pwrite into page %u: %s\n", k, strerror(errno));
@@ -448,6 +464,183 @@ TEST(second_report_of_the_same_page)
 	close(fd);
 	unlink(mpath("me_twice"));
 	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+}
+
+/* ---- persistent instances ---- */
+
+/*
+ * Fill the device with one new file and check that none of its pages is
+ * @bad (nor @bad2).  Return: 0 if so, -1 with a message if not.
+ */
+static int device_never_hands_out(uint64_t bad, uint64_t bad2)
+{
+	static char buf[1 << 20];
+	int fd = open(p("fill"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	off_t size = 0, off;
+	char *map;
+	int ret = 0;
+
+	if (fd < 0)
+		return -1;
+	memset(buf, 'f', sizeof(buf));
+	for (;;) {		/* until the device is full */
+		ssize_t n = write(fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		size += n;
+	}
+	for (;;) {		/* the last pages, one at a time */
+		if (pwrite(fd, buf, PG, size) != (ssize_t)PG)
+			break;
+		size += PG;
+	}
+	if (free_pages() > 4) {
+		fprintf(stderr, "  %llu pages still free\n", free_pages());
+		ret = -1;
+	}
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	for (off = 0; off < size && !ret; off += PG) {
+		uint64_t pfn = pfn_of(map + off);
+
+		if (map[off] != 'f' || !pfn || pfn == bad || pfn == bad2) {
+			fprintf(stderr, "  page %lld of %lld: pfn %#llx\n",
+				(long long)(off / PG), (long long)(size / PG),
+				(unsigned long long)pfn);
+			ret = -1;
+		}
+	}
+	munmap(map, size);
+	close(fd);
+	unlink(p("fill"));
+	return ret;
+}
+
+/* `morsel fsck -n` of the unmounted device: @want in its output? */
+static int fsck_says(const char *want)
+{
+	char cmd[256], out[4096];
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "tools/morsel fsck -n %s 2>&1", dev());
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	if (pclose(f) || !strstr(out, want)) {
+		fprintf(stderr, "  fsck: %s", out);
+		return -1;
+	}
+	return 0;
+}
+
+/* A page of a file fails: the same as in RAM, and it stays failed. */
+TEST_F(pm, a_file_page_fails_and_stays_failed)
+{
+	int fd = open(p("f"), O_RDWR | O_CREAT, 0644), pipefd[2];
+	char *map, c;
+	uint64_t pfn;
+	pid_t child;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, NPAGES));
+	map = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	pfn = pfn_of(map + K * PG);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(0, pipe(pipefd));
+	child = child_checker(pipefd[0], map, NPAGES, K);
+	ASSERT_LT(0, child);
+	ASSERT_EQ(0, madvise(map + K * PG, PG, MADV_HWPOISON));
+	EXPECT_EQ(0, view_ok(map, NPAGES, K));
+	EXPECT_EQ(0, io_ok(fd, NPAGES, K));
+	ASSERT_EQ(1, write(pipefd[1], "g", 1));
+	EXPECT_EQ(0, child_result(child));
+	munmap(map, NPAGES * PG);
+	close(fd);
+
+	/* The device remembers it. */
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck_says("1 failed pages (1 marks in files, 0 unfinished)"));
+	ASSERT_EQ(0, do_mount());
+	fd = open(p("f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, io_ok(fd, NPAGES, K));
+	map = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	EXPECT_EQ(0, view_ok(map, NPAGES, K));
+
+	/* A punch makes a hole that takes another page. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       K * PG, PG));
+	EXPECT_EQ(0, touch(map + K * PG, &c));
+	EXPECT_EQ(0, c);
+	map[K * PG] = 'Z';
+	EXPECT_NE(pfn, pfn_of(map + K * PG));
+	munmap(map, NPAGES * PG);
+	close(fd);
+	ASSERT_EQ(0, unlink(p("f")));
+	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck_says("1 failed pages (0 marks in files, 0 unfinished)"));
+	ASSERT_EQ(0, do_mount());
+}
+
+/* A free page fails (the injector, by pfn): it is never handed out. */
+TEST_F(pm, a_free_page_fails)
+{
+	int fd = open(p("g"), O_RDWR | O_CREAT, 0644);
+	uint64_t pfn;
+	char *map;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, NPAGES));
+	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	pfn = pfn_of(map + K * PG);
+	ASSERT_NE(0, pfn);
+	munmap(map, NPAGES * PG);
+	close(fd);
+	ASSERT_EQ(0, unlink(p("g")));	/* the page is free now */
+	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
+	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck_says("1 failed pages (0 marks in files, 0 unfinished)"));
+	ASSERT_EQ(0, do_mount());
+}
+
+/*
+ * A page table of a file fails: metadata cannot be replaced while
+ * mounted; the error is refused (EIO), and the file and device stay whole.
+ */
+TEST_F(pm, a_table_page_fails)
+{
+	int fd = open(p("t"), O_RDWR | O_CREAT, 0644);
+	uint64_t table;
+	char *map;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fill(fd, NPAGES));
+	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(fill_of(0), map[0]);
+	table = pfn_at(map, 3);		/* the PMD entry: the file's PTE table */
+	ASSERT_NE(0, table);
+	EXPECT_NE(0, hwpoison_write("corrupt-pfn", table));
+	EXPECT_EQ(0, view_ok(map, NPAGES, NPAGES));
+	EXPECT_EQ(0, io_ok(fd, NPAGES, NPAGES));
+	munmap(map, NPAGES * PG);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

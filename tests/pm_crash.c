@@ -908,7 +908,7 @@ static void print_dump(const char *label, const char *d)
 static bool leaves_work(const struct mpm_stats *st)
 {
 	return st->errors || st->renames || st->punches || st->orphans ||
-	       st->leaked_pages || st->relocated || st->stores;
+	       st->leaked_pages || st->relocated || st->stores || st->poisonings;
 }
 
 static void stats_str(char *buf, size_t len, const struct mpm_stats *st)

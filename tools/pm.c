@@ -188,7 +188,8 @@ void pm_print_stats(FILE *f, const char *name, struct mpm_fs *fs)
 	fprintf(f, "%s: %llu inodes, %llu directories, %llu names; %llu of %llu pages used "
 		"(inode table %llu, tables %llu, data %llu); %llu errors, %llu fixed; "
 		"leaked %llu pages (%llu orphans, %llu renames, %llu punches unfinished, "
-		"%llu trees above their order)%s\n",
+		"%llu trees above their order); %llu failed pages (%llu marks in files, "
+		"%llu unfinished)%s\n",
 		name, (unsigned long long)st->inodes, (unsigned long long)st->dirs,
 		(unsigned long long)st->names, (unsigned long long)st->used_pages,
 		(unsigned long long)fs->nr_pages, (unsigned long long)st->itable_pages,
@@ -197,5 +198,7 @@ void pm_print_stats(FILE *f, const char *name, struct mpm_fs *fs)
 		(unsigned long long)st->leaked_pages,
 		(unsigned long long)st->orphans, (unsigned long long)st->renames,
 		(unsigned long long)st->punches, (unsigned long long)st->lowered,
+		(unsigned long long)st->bad_pages, (unsigned long long)st->poisoned,
+		(unsigned long long)st->poisonings,
 		fs->repair && st->stores ? ", repaired" : "");
 }
