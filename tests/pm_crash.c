@@ -228,6 +228,25 @@ static int op_punch_f_middle(void)
 	return f_fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4 * PG, 8 * PG);
 }
 static int op_fallocate_f_20k(void) { return f_fallocate(0, 0, 20 * KiB); }
+/*
+ * A memory error in page 5 of f (madvise(MADV_HWPOISON) through a shared
+ * mapping): the bad-page tree lists the page, then f's leaf is the mark.
+ */
+static int op_memory_error_f_page5(void)
+{
+	int fd = open(P("f"), O_RDWR | O_CLOEXEC), ret;
+	char *map;
+
+	if (fd < 0)
+		return -1;
+	map = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -1;
+	ret = madvise(map + 5 * PG, PG, MADV_HWPOISON);
+	munmap(map, 16 * PG);
+	return ret;
+}
 static int op_chmod_f(void) { return chmod(P("f"), 0600); }
 static int op_chown_f(void) { return chown(P("f"), 1000, 1001); }
 static int op_min_order_f_2(void)
@@ -664,6 +683,22 @@ static char *escape(const char *p, size_t len)
 	return s;
 }
 
+/* Failed pages' marks (MPM_POISON) in the tree under the level-@level entry @e. */
+static __u64 count_failed(struct mpm_fs *fs, __u64 e, int level)
+{
+	__u64 page = mpm_entry_page(fs, e), n = 0, *t;
+	int i;
+
+	if (!level)
+		return e == MPM_POISON;
+	if (!e || !page)
+		return 0;
+	t = (__u64 *)(fs->dev + page * PG);
+	for (i = 0; i < MPM_ENTRIES; i++)
+		n += count_failed(fs, t[i], level - 1);
+	return n;
+}
+
 /* Data pages of the tree under the level-@level entry @e. */
 static __u64 count_pages(struct mpm_fs *fs, __u64 e, int level)
 {
@@ -823,13 +858,19 @@ static char *dump(struct mpm_fs *fs)
 				mpm_order_for_size(in->size) : (unsigned int)in->min_order;
 			bool tail_clean;
 			__u64 h = content_hash(fs, in, &tail_clean);
+			__u64 failed = count_failed(fs, in->root & ~MPM_ROOT_ORDER_MASK,
+						    mpm_root_order(in->root));
+			char fails[32] = "";
 
-			extra = xasprintf(" size=%llu order=%u pages=%llu hash=%016llx%s",
+			if (failed)
+				snprintf(fails, sizeof(fails), " failed=%llu",
+					 (unsigned long long)failed);
+			extra = xasprintf(" size=%llu order=%u pages=%llu%s hash=%016llx%s",
 					  (unsigned long long)in->size, order,
 					  (unsigned long long)count_pages(fs,
 						in->root & ~MPM_ROOT_ORDER_MASK,
 						mpm_root_order(in->root)),
-					  (unsigned long long)h,
+					  fails, (unsigned long long)h,
 					  tail_clean ? "" : " STALE-BYTES-PAST-EOF");
 		} else if ((mode & S_IFMT) == S_IFLNK) {
 			const char *t = in->size < PG ? mpm_tree_page(fs, in->root, 0) : NULL;
@@ -1335,6 +1376,9 @@ WORKLOAD(ftruncate_grow_8k_to_3m, setup_f_8k, 1, { op_truncate_f_3m });
 WORKLOAD(ftruncate_shrink_3m_to_5k, setup_f_3m, 1, { op_truncate_f_5k });
 WORKLOAD(punch_hole_middle_8_of_16_pages, setup_f_16_pages, 1, { op_punch_f_middle });
 WORKLOAD(fallocate_grow_4k_to_20k, setup_f_4k, 1, { op_fallocate_f_20k });
+WORKLOAD(memory_error_in_a_file, setup_f_16_pages, 1, { op_memory_error_f_page5 });
+WORKLOAD(memory_error_then_punch, setup_f_16_pages, 2,
+	 { op_memory_error_f_page5, op_punch_f_middle });
 WORKLOAD(chmod, setup_f_1k, 1, { op_chmod_f });
 WORKLOAD(chown, setup_f_1k, 1, { op_chown_f });
 WORKLOAD(set_min_order_2, setup_f_4k, 1, { op_min_order_f_2 });
