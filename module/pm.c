@@ -273,8 +273,18 @@ static void pm_free_page(struct morsel_pm *pm, u64 page)
 struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm)
 {
 	u64 p = pm_alloc_page(pm);
+	struct page *page;
 
-	return p ? page_ptdesc(virt_to_page(pm_addr(pm, p))) : NULL;
+	if (!p)
+		return NULL;
+	/*
+	 * The constructor wants page->private (the split lock) clear, as the
+	 * page allocator leaves it; a data page's owner (tree.c) used it.
+	 */
+	page = virt_to_page(pm_addr(pm, p));
+	set_page_private(page, 0);
+	page->index = 0;
+	return page_ptdesc(page);
 }
 
 static void pm_table_rcu(struct rcu_head *head)

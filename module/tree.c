@@ -999,15 +999,24 @@ int morsel_adopt_tree(struct morsel *m)
 	return adopt(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order, 0);
 }
 
-/* Undo adopt() (or table_alloc()) for the tables of a tree that stays. */
+/*
+ * Undo adopt() (or table_alloc(), page_owned()) for the tables and pages
+ * of a tree that stays: a page of it that a later mount frees may become
+ * a table, whose split lock lives in page->private.
+ */
 static void disown(struct morsel *m, mentry_t e, int level)
 {
 	struct ptdesc *pt;
 	mentry_t *t;
 	int i;
 
-	if (!e || !level)
+	if (!e)
 		return;
+	if (!level) {
+		if (e != MORSEL_POISON)
+			page_disowned(m, entry_page(e));
+		return;
+	}
 	t = entry_va(e);
 	for (i = 0; i < PTRS_PER_PTE; i++)
 		disown(m, READ_ONCE(t[i]), level - 1);

@@ -60,13 +60,16 @@ static __u64 pmf_page_of(struct mpm_fs *fs, __u64 e)
 
 /*
  * What tree.c's adopt and walk do with a regular file's tree: every
- * non-zero entry is a table (level > 0) or a leaf, inside the device.
+ * non-zero entry is a table (level > 0) or a leaf, inside the device, or
+ * at level 0 a failed page's mark (format 2).
  * Returns the entries visited (bounded by the device).
  */
 static __u64 adopt(struct mpm_fs *fs, __u64 e, int level, __u64 budget)
 {
 	__u64 page = pmf_page_of(fs, e), n = 1, i, f = e & ~MPM_E_ADDR & ~MPM_E_AD;
 
+	if (!level && e == MPM_POISON)
+		return 1;
 	REQUIRE(page && page < fs->nr_pages);
 	REQUIRE(f == (level ? MPM_E_TABLE : MPM_E_LEAF));
 	REQUIRE(budget);
@@ -89,6 +92,10 @@ static void load(struct mpm_fs *fs)
 	int s;
 
 	REQUIRE(queue);
+	/* The bad-page tree, adopted when a page fails (pm.c). */
+	if (mpm_super(fs)->badtree)
+		adopt(fs, mpm_super(fs)->badtree & ~MPM_ROOT_ORDER_MASK,
+		      mpm_root_order(mpm_super(fs)->badtree), fs->nr_pages * 513);
 	queue[tail++] = MPM_ROOT_INO;
 	while (head < tail) {
 		struct mpm_inode *d = mpm_inode(fs, queue[head++]);
@@ -301,6 +308,24 @@ int main(int argc, char **argv)
 	de = pmi_name(&im, PMI_DIR, "new-name", PMI_FILE);
 	de->replaces = pmi_off(&im, old);
 	save(&im, "crash-states", -1);
+
+	/*
+	 * Failed pages (format 2): a file's mark, a free page listed, and a
+	 * file's leaf on a listed page (a crash between the two stores).
+	 */
+	fresh(&im, true);
+	pmi_inode(&im, 24, S_IFREG | 0644, 3 * PMI_PG);
+	pmi_tree(&im, 24, 1, offs, 3, 'b');
+	*pmi_word(&im, pmi_page_of(&im, pmi_rec(&im, 24)->root), 1) = MPM_POISON;
+	pmi_name(&im, MPM_ROOT_INO, "failed", 24);
+	i = pmi_page(&im);
+	pmi_bad(&im, i, i);
+	pmi_inode(&im, 25, S_IFREG | 0644, PMI_PG);
+	pmi_tree(&im, 25, 0, offs, 1, 'u');
+	i = pmi_page_of(&im, pmi_rec(&im, 25)->root);
+	pmi_bad(&im, i, i);
+	pmi_name(&im, MPM_ROOT_INO, "failing", 25);
+	save(&im, "failed-pages", -1);
 
 	/* Relocations under way: resumed in place, and after a second move. */
 	fresh(&im, true);

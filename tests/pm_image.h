@@ -417,6 +417,46 @@ static inline void pmi_far_record_page(struct pm_image *im)
 	in->mtime = in->ctime = in->atime = in->btime = 1700000000000000000ULL;
 }
 
+/*
+ * List device page @page in the bad-page tree (format 2) at page offset
+ * @at (its own, unless crafted); an order-1 tree: images below 512 pages.
+ */
+static inline void pmi_bad(struct pm_image *im, __u64 page, __u64 at)
+{
+	struct mpm_super *sb = mpm_super(&im->fs);
+
+	if (!sb->badtree)
+		sb->badtree = pmi_table(im, pmi_page(im)) | 1ULL << MPM_ROOT_ORDER_SHIFT;
+	*pmi_word(im, pmi_page_of(im, sb->badtree), at) = pmi_leaf(im, page);
+}
+
+/* A failed page's mark where only a regular file's data may be. */
+static inline void pmi_poison_in_directory(struct pm_image *im)
+{
+	pmi_inode(im, 26, S_IFDIR | 0755, 0)->root = MPM_POISON;
+	pmi_name(im, MPM_ROOT_INO, "marked", 26);
+}
+
+/* The bad-page tree lists a page at another page's offset. */
+static inline void pmi_bad_page_misplaced(struct pm_image *im)
+{
+	__u64 page = pmi_page(im);
+
+	pmi_bad(im, page, page + 1);
+}
+
+/* Format 1 has no failed pages' marks. */
+static inline void pmi_poison_in_format_1(struct pm_image *im)
+{
+	__u64 offs[] = { 0, 1 };
+
+	mpm_super(&im->fs)->version = 1;
+	pmi_inode(im, 23, S_IFREG | 0644, 2 * PMI_PG);
+	pmi_tree(im, 23, 1, offs, 2, 'x');
+	*pmi_word(im, pmi_page_of(im, pmi_rec(im, 23)->root), 1) = MPM_POISON;
+	pmi_name(im, MPM_ROOT_INO, "failed", 23);
+}
+
 struct pmi_case {
 	const char *name;
 	void (*craft)(struct pm_image *im);
@@ -438,6 +478,9 @@ static const struct pmi_case pmi_cases[] = {
 	{ "dir-named-twice", pmi_dir_named_twice, true },
 	{ "order4-file", pmi_order4_file, false },
 	{ "far-record-page", pmi_far_record_page, false },
+	{ "poison-in-directory", pmi_poison_in_directory, true },
+	{ "bad-page-misplaced", pmi_bad_page_misplaced, true },
+	{ "poison-in-format-1", pmi_poison_in_format_1, true },
 };
 
 #endif /* MORSEL_TESTS_PM_IMAGE_H */
