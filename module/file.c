@@ -56,7 +56,7 @@ static struct morsel *file_morsel(struct file *file)
 /*
  * The page at the faulting offset, populated if it is a hole (the file's
  * content does not change: a hole reads as zeros either way), with a
- * reference for the mapping.  For a private mapping the generic code maps
+ * reference for the mapping, locked.  For a private mapping the generic code maps
  * it read-only and copies it on a write fault; a shared one maps the page
  * itself.  Past the size: SIGBUS, as on any file.
  */
@@ -83,7 +83,14 @@ static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 		goto out;
 	}
 	get_page(page);
+	/*
+	 * Locked until the generic code has installed the PTE: a memory
+	 * error (memerr.c) locks the page before it unmaps it, so it cannot
+	 * slip between this lookup and that PTE.
+	 */
+	lock_page(page);
 	vmf->page = page;
+	ret = VM_FAULT_LOCKED;
 out:
 	filemap_invalidate_unlock_shared(inode->i_mapping);
 	return ret;

@@ -31,10 +31,13 @@
  * block (so an unmount waits) and igrab() (which refuses an inode being
  * evicted; morsel_destroy() erases the id before it frees any page).  Then
  * the invalidate lock exclusive, which keeps page-by-page faults out, and
- * in morsel_poison() m->lock and the PTE table's split lock: mf_mutex ->
- * invalidate lock -> m->lock -> PTE lock, i_mmap_rwsem, mmu notifiers, as
- * eviction takes them.  No path calls memory_failure() with a lock of ours
- * held (madvise's GUP has returned; the injector is a debugfs write).
+ * the page lock, which such a fault holds from its lookup until the
+ * generic code installed its PTE (file.c), so none maps the page after it
+ * was unmapped; in morsel_poison() m->lock and the PTE table's split lock:
+ * mf_mutex -> invalidate lock -> page lock -> m->lock -> PTE lock,
+ * i_mmap_rwsem, mmu notifiers, as eviction takes them.  No path calls
+ * memory_failure() with a lock of ours held (madvise's GUP has returned;
+ * the injector is a debugfs write).
  */
 #include <linux/fs.h>
 #include <linux/mm.h>
@@ -110,8 +113,10 @@ bool morsel_memerr_take(struct page *page, struct super_block *sb)
 		return false;
 	isb = inode->i_sb;
 	filemap_invalidate_lock(inode->i_mapping);
+	lock_page(page);	/* a page-by-page fault installs its PTE first */
 	taken = (!sb || isb == sb) && inode->i_private &&
 		morsel_poison(inode->i_private, off, page);
+	unlock_page(page);
 	filemap_invalidate_unlock(inode->i_mapping);
 	iput(inode);
 	deactivate_super(isb);
