@@ -137,7 +137,8 @@ static __u64 entry_page(struct mpm_fs *fs, __u64 e, __u64 base)
  * base and those after it into the old one; the one at reloc_done, when
  * marked pending, is new unless it still equals reloc_old.  A repairing
  * walk rewrites each old entry with four stores: reloc_old, the pending
- * mark, the entry, the count.
+ * mark, the entry, the count; one off the device too (its offset is kept,
+ * so it stays off the device, and damage to clear after the relocation).
  */
 static __u64 resolve(struct mpm_fs *fs, __u64 *slot, __u64 keep)
 {
@@ -153,7 +154,7 @@ static __u64 resolve(struct mpm_fs *fs, __u64 *slot, __u64 keep)
 	if (is_new)
 		return entry_page(fs, v & ~keep, sb->reloc_base);
 	page = entry_page(fs, v & ~keep, sb->base);
-	if (!fs->repair || !page)
+	if (!fs->repair)
 		return page;
 	nv = (v & ~MPM_E_ADDR) | (((v & MPM_E_ADDR) - sb->base + sb->reloc_base) & MPM_E_ADDR);
 	store(fs, &sb->reloc_old, v);
@@ -162,6 +163,18 @@ static __u64 resolve(struct mpm_fs *fs, __u64 *slot, __u64 keep)
 	store(fs, &sb->reloc_done, idx + 1);
 	fs->st.relocated++;
 	return page;
+}
+
+/*
+ * May @fix clear damage now?  Not while a relocation is under way: a
+ * cleared word (and the subtree below it) would drop out of the walk
+ * order that reloc_done counts, and a resumed walk would read every later
+ * entry against the wrong base (module review F2).  The relocation ends
+ * first, damage and all; the next round clears the damage.
+ */
+static bool may_fix(struct mpm_fs *fs)
+{
+	return fs->fix && fs->repair && !mpm_super(fs)->reloc_base;
 }
 
 /*
@@ -180,13 +193,13 @@ static void damaged(struct mpm_fs *fs, __u64 *word, __u64 val, const char *fmt, 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fs->st.errors++;
-	if (fs->fix && fs->repair && word) {
+	if (may_fix(fs) && word) {
 		store(fs, word, val);
 		fs->st.fixed++;
 	}
 	if (fs->st.errors <= REPORTS)
 		mpm_report(fs, MPM_ERROR, "%s%s", msg,
-			   fs->fix && fs->repair && word ? " (fixed)" : "");
+			   may_fix(fs) && word ? " (fixed)" : "");
 	else if (fs->st.errors == REPORTS + 1)
 		mpm_report(fs, MPM_ERROR, "(more errors are counted, not listed)");
 }
@@ -434,7 +447,7 @@ static const char *inode_damage(struct mpm_inode *in, __u64 data, __u64 **word, 
 /* Free a damaged record (@fix): its tree, attributes, then the mode. */
 static void drop_record(struct mpm_fs *fs, struct mpm_inode *in)
 {
-	if (!fs->fix || !fs->repair)
+	if (!may_fix(fs))
 		return;
 	store(fs, &in->root, 0);
 	store(fs, &in->xattr, 0);
@@ -1057,10 +1070,12 @@ static int walk_round(struct mpm_fs *fs)
 					(unsigned long long)sb->reloc_base);
 			return 0;
 		}
-		if (fs->st.errors)
-			return 0;	/* resumed next time, the damage removed */
+		if (fs->st.errors && !fs->fix)
+			return 0;	/* resumed once the damage is removed */
 		store(fs, &sb->base, sb->reloc_base);
 		store(fs, &sb->reloc_base, 0);
+		if (fs->st.errors)
+			return -EAGAIN;	/* @fix: the damage, against one base */
 	}
 	fs->base = sb->base;
 	if (fs->st.errors)

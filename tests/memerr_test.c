@@ -237,6 +237,25 @@ static int child_result(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
+/*
+ * A new file @path of NPAGES filled pages, mapped shared with @prot;
+ * *@pfn: the pfn of page K (of the PTE table with @level 3).  The fd.
+ */
+static int mapped_file(const char *path, int prot, char **map, int level,
+		       uint64_t *pfn)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	*map = MAP_FAILED;
+	*pfn = 0;
+	if (fd < 0 || fill(fd, NPAGES))
+		return -1;
+	*map = mmap(NULL, NPAGES * PG, prot, MAP_SHARED, fd, 0);
+	if (*map != MAP_FAILED)
+		*pfn = pfn_at(*map + K * PG, level);
+	return fd;
+}
+
 enum how {
 	MADV_MOUNTED,	/* madvise through the mounted (shared, offset 0) map */
 	MADV_PAGED,	/* madvise through a shared mapping at an offset */
@@ -423,15 +442,12 @@ TEST(poison_through_order_changes_and_truncation)
 /* Unlinking a file with a failed page, mapped and open elsewhere. */
 TEST(unlink_with_a_failed_page)
 {
-	int fd = fresh(mpath("me_unlink"), NPAGES * PG);
 	char *map, c;
 	uint64_t pfn;
+	int fd = mapped_file(mpath("me_unlink"), PROT_READ, &map, 4, &pfn);
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, fill(fd, NPAGES));
-	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	pfn = pfn_of(map + K * PG);
 	ASSERT_NE(0, pfn);
 	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
 	ASSERT_EQ(0, unlink(mpath("me_unlink")));
@@ -445,16 +461,14 @@ TEST(unlink_with_a_failed_page)
 /* A second failure report of the same page changes nothing. */
 TEST(second_report_of_the_same_page)
 {
-	int fd = fresh(mpath("me_twice"), NPAGES * PG);
 	long corrupted = hw_corrupted_kb();
 	char *map, c;
 	uint64_t pfn;
+	int fd = mapped_file(mpath("me_twice"), PROT_READ, &map, 4, &pfn);
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, fill(fd, NPAGES));
-	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	pfn = pfn_of(map + K * PG);
+	ASSERT_NE(0, pfn);
 	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
 	hwpoison_write("corrupt-pfn", pfn);	/* "already poisoned" */
 	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());
@@ -470,9 +484,9 @@ TEST(second_report_of_the_same_page)
 
 /*
  * Fill the device with one new file and check that none of its pages is
- * @bad (nor @bad2).  Return: 0 if so, -1 with a message if not.
+ * @bad.  Return: 0 if so, -1 with a message if not.
  */
-static int device_never_hands_out(uint64_t bad, uint64_t bad2)
+static int device_never_hands_out(uint64_t bad)
 {
 	static char buf[1 << 20];
 	int fd = open(p("fill"), O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -507,7 +521,7 @@ static int device_never_hands_out(uint64_t bad, uint64_t bad2)
 	for (off = 0; off < size && !ret; off += PG) {
 		uint64_t pfn = pfn_of(map + off);
 
-		if (map[off] != 'f' || !pfn || pfn == bad || pfn == bad2) {
+		if (map[off] != 'f' || !pfn || pfn == bad) {
 			fprintf(stderr, "  page %lld of %lld: pfn %#llx\n",
 				(long long)(off / PG), (long long)(size / PG),
 				(unsigned long long)pfn);
@@ -540,19 +554,29 @@ static int fsck_says(const char *want)
 	return 0;
 }
 
+/*
+ * The failed page @pfn is never handed out, before and after a remount,
+ * and fsck (the device unmounted) says @says.  0 if so.
+ */
+static int never_again(uint64_t pfn, const char *says)
+{
+	if (device_never_hands_out(pfn) || remount() ||
+	    device_never_hands_out(pfn) || umount(DIR))
+		return -1;
+	return fsck_says(says) | do_mount();
+}
+
 /* A page of a file fails: the same as in RAM, and it stays failed. */
 TEST_F(pm, a_file_page_fails_and_stays_failed)
 {
-	int fd = open(p("f"), O_RDWR | O_CREAT, 0644), pipefd[2];
+	int fd, pipefd[2];
 	char *map, c;
 	uint64_t pfn;
 	pid_t child;
 
+	fd = mapped_file(p("f"), PROT_READ | PROT_WRITE, &map, 4, &pfn);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, fill(fd, NPAGES));
-	map = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	pfn = pfn_of(map + K * PG);
 	ASSERT_NE(0, pfn);
 	ASSERT_EQ(0, pipe(pipefd));
 	child = child_checker(pipefd[0], map, NPAGES, K);
@@ -586,37 +610,24 @@ TEST_F(pm, a_file_page_fails_and_stays_failed)
 	munmap(map, NPAGES * PG);
 	close(fd);
 	ASSERT_EQ(0, unlink(p("f")));
-	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
-	ASSERT_EQ(0, remount());
-	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
-	ASSERT_EQ(0, umount(DIR));
-	EXPECT_EQ(0, fsck_says("1 failed pages (0 marks in files, 0 unfinished)"));
-	ASSERT_EQ(0, do_mount());
+	EXPECT_EQ(0, never_again(pfn, "1 failed pages (0 marks in files, 0 unfinished)"));
 }
 
 /* A free page fails (the injector, by pfn): it is never handed out. */
 TEST_F(pm, a_free_page_fails)
 {
-	int fd = open(p("g"), O_RDWR | O_CREAT, 0644);
 	uint64_t pfn;
 	char *map;
+	int fd = mapped_file(p("g"), PROT_READ, &map, 4, &pfn);
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, fill(fd, NPAGES));
-	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	pfn = pfn_of(map + K * PG);
 	ASSERT_NE(0, pfn);
 	munmap(map, NPAGES * PG);
 	close(fd);
 	ASSERT_EQ(0, unlink(p("g")));	/* the page is free now */
 	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
-	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
-	ASSERT_EQ(0, remount());
-	EXPECT_EQ(0, device_never_hands_out(pfn, 0));
-	ASSERT_EQ(0, umount(DIR));
-	EXPECT_EQ(0, fsck_says("1 failed pages (0 marks in files, 0 unfinished)"));
-	ASSERT_EQ(0, do_mount());
+	EXPECT_EQ(0, never_again(pfn, "1 failed pages (0 marks in files, 0 unfinished)"));
 }
 
 /*
@@ -625,16 +636,12 @@ TEST_F(pm, a_free_page_fails)
  */
 TEST_F(pm, a_table_page_fails)
 {
-	int fd = open(p("t"), O_RDWR | O_CREAT, 0644);
-	uint64_t table;
+	uint64_t table;		/* the PMD entry's: the file's PTE table */
 	char *map;
+	int fd = mapped_file(p("t"), PROT_READ, &map, 3, &table);
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, fill(fd, NPAGES));
-	map = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	ASSERT_EQ(fill_of(0), map[0]);
-	table = pfn_at(map, 3);		/* the PMD entry: the file's PTE table */
 	ASSERT_NE(0, table);
 	EXPECT_NE(0, hwpoison_write("corrupt-pfn", table));
 	EXPECT_EQ(0, view_ok(map, NPAGES, NPAGES));

@@ -173,6 +173,49 @@ static void settled(__u8 *img, __u64 pages, __u64 phys)
 	REQUIRE(!st.errors && !st.stores);
 }
 
+/*
+ * fsck -y on a damaged device whose relocation is under way, cut after
+ * each of its stores until the relocation has ended (at most PMF_CUTS),
+ * then run again to the end: the same outcome as one uninterrupted run
+ * (no damage left, the same pages).  A word that damage clears during the
+ * relocation would shift the walk index of every later entry (module
+ * review F2).  Every cut falls in pass 1, which keeps what it allocates
+ * in @fs: a cut in pass 2 would leak that pass's lists.
+ */
+#define PMF_CUTS	256
+
+static void cut_fsck_resumes(const uint8_t *data, __u8 *img, __u64 pages,
+			     const struct mpm_stats *whole)
+{
+	struct mpm_fs fs = { .dev = img, .nr_pages = pages, .repair = true, .fix = true };
+	long long total = whole->stores;
+	volatile long long k;
+	bool done;
+	struct mpm_stats st;
+	jmp_buf cut;
+
+	for (k = 1; k <= total && k <= PMF_CUTS; k++) {
+		memcpy(img, data, pages * MPM_PAGE_SIZE);
+		fs.dev = img;
+		pm_env.crash = &cut;
+		pm_env.stores = 0;
+		pm_env.crash_at = k;
+		if (!setjmp(cut))
+			mpm_walk(&fs);
+		pm_env.crash_at = 0;
+		mpm_fs_release(&fs);
+		done = !mpm_super(&fs)->reloc_base;
+		REQUIRE(!walk(img, pages, 0, true, true, &st));
+		REQUIRE(st.errors == whole->errors);
+		if (!whole->errors)
+			REQUIRE(!walk(img, pages, 0, false, false, &st) &&
+				st.data_pages == whole->data_pages &&
+				st.used_pages == whole->used_pages);
+		if (done)
+			break;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -215,6 +258,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err = walk(img, pages, 0, true, true, &st);
 	if (!err && !st.errors)
 		settled(img, pages, 0);
+	if (!err && reloc && st.fixed) {
+		struct mpm_stats whole;
+
+		REQUIRE(!walk(img, pages, 0, false, false, &whole));
+		whole.stores = st.stores;
+		cut_fsck_resumes(data, img, pages, &whole);
+	}
 	free(img);
 	return 0;
 }
@@ -275,6 +325,7 @@ int main(int argc, char **argv)
 	__u64 offs[] = { 0, 1, 2, 700 };
 	struct mpm_dirent *de, *old;
 	struct pm_image im;
+	__u64 *leaf;
 	struct mpm_inode *in;
 	unsigned int i;
 
@@ -331,6 +382,21 @@ int main(int argc, char **argv)
 	fresh(&im, true);
 	cut_relocation(&im, 1ULL << 30, 30);
 	save(&im, "relocating", 2);
+	/*
+	 * ... with damage further on (a leaf walked after the cut gets a
+	 * foreign bit): fsck -y clears it while it relocates.
+	 */
+	fresh(&im, true);
+	pmi_inode(&im, 200, S_IFREG | 0644, 2 * PMI_PG);
+	pmi_tree(&im, 200, 1, offs, 2, 'n');
+	pmi_name(&im, MPM_ROOT_INO, "damaged", 200);
+	pmi_inode(&im, 201, S_IFREG | 0644, 2 * PMI_PG);
+	pmi_tree(&im, 201, 1, offs, 2, 'a');
+	pmi_name(&im, MPM_ROOT_INO, "after", 201);
+	leaf = pmi_word(&im, pmi_page_of(&im, pmi_rec(&im, 200)->root), 0);
+	cut_relocation(&im, 1ULL << 30, 30);
+	*leaf |= MPM_E_NX;
+	save(&im, "relocating-with-damage", 2);
 	fresh(&im, true);
 	cut_relocation(&im, 1ULL << 30, 30);
 	save(&im, "relocating-moved-again", 1);
