@@ -206,6 +206,12 @@ pmem-flips: build
 programs-1g: build
 	@vm/run --mem 3G -- tests/programs_test sqlite_grow_1g
 
+# numpy, the gguf reader and llama.cpp over 2.5 GiB files without and with
+# the file-cache shim (make test runs them over 256 MiB files).
+.PHONY: cache-programs
+cache-programs: build
+	@vm/run --cpus 2 --mem 7G -- tests/cache_programs_test
+
 .PHONY: powercut
 powercut: build
 	@tests/powercut --runs 100

@@ -16,6 +16,10 @@
  *                      MADV_REMOVE); the guest must then read 0 like the
  *                      host, and host and guest must share the new page.
  *   guest_reads_and_writes  the guest program itself, as a sanity check.
+ *   failed_page_sigbus_to_the_vcpu  a memory error in the page the guest
+ *                      has mapped (docs/memory-errors.md): its next access
+ *                      sends the vCPU thread SIGBUS, BUS_MCEERR_AR at the
+ *                      page's host address (morsels only).
  *
  * Every test also runs on a memfd (variant "memfd"): the reference
  * behaviour of ordinary shared memory, so a failure on a morsel variant is
@@ -28,6 +32,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/kvm.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -631,6 +636,41 @@ EVICT_TEST(evict_punch_hole_after_guest_read, EVICT_PUNCH_HOLE, false)
 EVICT_TEST(evict_punch_hole_after_guest_write, EVICT_PUNCH_HOLE, true)
 EVICT_TEST(evict_madv_remove_after_guest_read, EVICT_MADV_REMOVE, false)
 EVICT_TEST(evict_madv_remove_after_guest_write, EVICT_MADV_REMOVE, true)
+
+static volatile siginfo_t vcpu_bus;
+
+static void on_vcpu_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)uc;
+	memcpy((void *)&vcpu_bus, si, sizeof(*si));
+}
+
+/*
+ * The page the guest has read fails (madvise(MADV_HWPOISON) on the host's
+ * mapping): KVM lost its SPTE with the host's mappings, so the guest's
+ * next read faults through GUP with FOLL_HWPOISON, and KVM sends the vCPU
+ * thread SIGBUS (BUS_MCEERR_AR, the page's host address).  The guest never
+ * reads the failed page again.
+ */
+TEST_F_TIMEOUT(kvm, failed_page_sigbus_to_the_vcpu, 300)
+{
+	struct sigaction sa = { .sa_sigaction = on_vcpu_sigbus, .sa_flags = SA_SIGINFO };
+	struct step s;
+
+	if (variant->order < 0)
+		SKIP(return, "a memfd page's failure kills its mappers instead");
+	attach(_metadata, self, variant, true);
+	ASSERT_EQ('A', GUEST(CMD_READ, 0));
+	ASSERT_EQ(0, madvise(self->map, PG, MADV_HWPOISON));
+	ASSERT_EQ(0, sigaction(SIGBUS, &sa, NULL));
+	EXPECT_FALSE(guest_cmd(self, CMD_READ, 0, &s));
+	signal(SIGBUS, SIG_DFL);
+	TH_LOG("guest read after the failure: %s; SIGBUS code %d at %p",
+	       s.what, vcpu_bus.si_code, vcpu_bus.si_addr);
+	EXPECT_EQ(BUS_MCEERR_AR, vcpu_bus.si_code);
+	EXPECT_EQ((void *)self->map, vcpu_bus.si_addr);
+	EXPECT_NE('A', s.value);
+}
 
 /* Log what the kernel offers for nested KVM; never fails. */
 TEST(kvm_environment)
