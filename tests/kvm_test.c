@@ -658,7 +658,7 @@ TEST_F_TIMEOUT(kvm, failed_page_sigbus_to_the_vcpu, 300)
 	struct step s;
 
 	if (variant->order < 0)
-		SKIP(return, "a memfd page's failure kills its mappers instead");
+		SKIP(return, "a memfd page fails through shmem's own path");
 	attach(_metadata, self, variant, true);
 	ASSERT_EQ('A', GUEST(CMD_READ, 0));
 	ASSERT_EQ(0, madvise(self->map, PG, MADV_HWPOISON));
