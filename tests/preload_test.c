@@ -2029,7 +2029,9 @@ TEST(fallback_address_space_limit)
  * test runs in a mount namespace of its own, where /etc is a copy with an
  * ld.so.preload and the loader's cache, all the program needs (the
  * guest's /etc is the host's, read-only; copying it all through 9p took
- * the debug kernel past the harness's 30 s).
+ * the debug kernel past the harness's 30 s).  The shim is copied there
+ * too: the set-user-ID program may not reach the checkout (a clone made
+ * with mktemp -d is mode 0700).
  */
 TEST(secure_execution_ignores_the_environment)
 {
@@ -2053,12 +2055,13 @@ TEST(secure_execution_ignores_the_environment)
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; rm -rf /tmp/preload_test_etc; mkdir /tmp/preload_test_etc; "
 		 "cp /etc/ld.so.cache /tmp/preload_test_etc/; "
+		 "cp '%s' /tmp/preload_test_etc/shim.so; chmod 0644 /tmp/preload_test_etc/shim.so; "
 		 "cp /proc/%d/exe %s; chown 65534 %s; chmod 4755 %s",
-		 getpid(), suid, suid, suid);
+		 getenv("LD_PRELOAD"), getpid(), suid, suid, suid);
 	ASSERT_EQ(0, system(cmd));
 	fd = open("/tmp/preload_test_etc/ld.so.preload", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	ASSERT_LE(0, fd);
-	snprintf(line, sizeof(line), "%s\n", getenv("LD_PRELOAD"));
+	snprintf(line, sizeof(line), "/tmp/preload_test_etc/shim.so\n");
 	ASSERT_EQ((ssize_t)strlen(line), write(fd, line, strlen(line)));
 	close(fd);
 	ASSERT_EQ(0, mount("/tmp/preload_test_etc", "/etc", NULL, MS_BIND, NULL));
