@@ -891,6 +891,21 @@ static int morsel_get_tree(struct fs_context *fc)
 	struct morsel_opts *o = fc->fs_private;
 
 	/*
+	 * A source that is a path names the device, as for a disk file
+	 * system: "mount -t morselfs /dev/pmem0 /mnt" is "-o pmem=/dev/pmem0"
+	 * (fstests mounts, unmounts and checks a device so).  Any other
+	 * source ("none", "morselfs") is only a name, as for tmpfs.
+	 */
+	if (fc->source && fc->source[0] == '/') {
+		if (o->pmem && strcmp(o->pmem, fc->source))
+			return invalfc(fc, "pmem= and the source name two devices");
+		if (!o->pmem) {
+			o->pmem = kstrdup(fc->source, GFP_KERNEL);
+			if (!o->pmem)
+				return -ENOMEM;
+		}
+	}
+	/*
 	 * As on remount: a persistent instance's limit is its device and its
 	 * root's mode and owner are on it.  Ignored here, such options would
 	 * make a later remount with the fstab line's options fail.

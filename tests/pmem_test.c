@@ -508,6 +508,43 @@ TEST_F(pm, refused_inputs)
 }
 
 /*
+ * A source that is a path names the device, as for a disk file system
+ * (fstests mounts so); pmem= naming another device is refused (EINVAL),
+ * the same one is allowed; a source that is not a path is only a name.
+ */
+TEST_F(pm, source_path_names_the_device)
+{
+	char opts[128], line[1024];
+	bool seen = false;
+	FILE *f;
+
+	put(p("kept"), "kept");
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(0, mount(dev(), DIR, "morselfs", 0, NULL));
+	EXPECT_STREQ("kept", get(p("kept")));
+	f = fopen("/proc/mounts", "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, dev(), strlen(dev())) &&
+		    strstr(line, " " DIR " morselfs "))
+			seen = true;
+	fclose(f);
+	EXPECT_TRUE(seen);
+	ASSERT_EQ(0, umount(DIR));
+	snprintf(opts, sizeof(opts), "pmem=%s", dev());
+	EXPECT_EQ(-1, mount("/dev/null", DIR, "morselfs", 0, opts));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, mount("/nonexistent", DIR, "morselfs", 0, NULL));
+	EXPECT_EQ(ENOENT, errno);
+	/* A volatile instance: "morselfs" is no path. */
+	ASSERT_EQ(0, mount("morselfs", DIR, "morselfs", 0, NULL));
+	EXPECT_EQ(-1, access(p("kept"), F_OK));
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(0, mount(dev(), DIR, "morselfs", 0, opts));
+	EXPECT_STREQ("kept", get(p("kept")));
+}
+
+/*
  * Damage made offline: an inode without a name is a leak (fsck -n: 4, -y
  * frees it: 1, then 0); a name pointing at a free inode, and a page
  * reached twice, are errors fsck reports (4), a mount refuses (EUCLEAN)
