@@ -412,10 +412,13 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 
 /*
  * Mode 0 and FALLOC_FL_KEEP_SIZE populate the range (mode 0 also grows the
- * file, raising the order if needed); FALLOC_FL_PUNCH_HOLE evicts it.
- * KEEP_SIZE stops at the file size rounded up to a page (a page past it
- * would be reachable through a mapping without SIGBUS), and a mode-0 call
- * that fails frees what it populated past the size.
+ * file, raising the order if needed; past RLIMIT_FSIZE it is SIGXFSZ and
+ * EFBIG, as for write and truncate); FALLOC_FL_PUNCH_HOLE evicts it;
+ * FALLOC_FL_ZERO_RANGE evicts what lies inside the file, then populates
+ * as mode 0 (or KEEP_SIZE) does.  KEEP_SIZE stops at the file size rounded
+ * up to a page (a page past it would be reachable through a mapping
+ * without SIGBUS), and a call that fails frees what it populated past the
+ * size.
  */
 static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 			     loff_t len)
@@ -426,7 +429,8 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	unsigned int order;
 	long err;
 
-	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+		     FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	inode_lock(inode);
 	size = i_size_read(inode);
@@ -437,9 +441,16 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	}
 	order = m->order;
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > size) {
-		err = morsel_grow_order(m, end);
+		err = inode_newsize_ok(inode, end);
+		if (!err)
+			err = morsel_grow_order(m, end);
 		if (err)
 			goto out;
+	}
+	if ((mode & FALLOC_FL_ZERO_RANGE) && offset < size) {
+		err = morsel_evict(inode, size, offset, min(end, size));
+		if (err)
+			goto undo;
 	}
 	end = min_t(u64, PAGE_ALIGN(end), morsel_extent(m->order));
 	if (mode & FALLOC_FL_KEEP_SIZE)
@@ -452,6 +463,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 		i_size_write(inode, offset + len);
 		morsel_size_changed(inode);
 	}
+undo:
 	if (err)
 		trim_past_size(inode, end);
 	if (m->order != order)
@@ -487,6 +499,31 @@ int morsel_writeback_inode(struct inode *inode, u64 start, u64 end)
 	return err;
 }
 
+/*
+ * SEEK_DATA and SEEK_HOLE see the tree's pages (a missing table is a hole
+ * of its whole span); the rest is generic.  Past the size: ENXIO, as on
+ * tmpfs.  The inode lock (shared) keeps the tree from shrinking.
+ */
+static loff_t morsel_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct inode *inode = file_inode(file);
+	loff_t size, pos;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return generic_file_llseek(file, offset, whence);
+	inode_lock_shared(inode);
+	size = i_size_read(inode);
+	if (offset < 0 || offset >= size)
+		pos = -ENXIO;
+	else
+		pos = morsel_seek(inode->i_private, offset, size,
+				  whence == SEEK_DATA);
+	if (pos == size && whence == SEEK_DATA)
+		pos = -ENXIO;
+	inode_unlock_shared(inode);
+	return pos < 0 ? pos : vfs_setpos(file, pos, MAX_LFS_FILESIZE);
+}
+
 static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	return morsel_writeback_inode(file_inode(file), start, (u64)end + 1);
@@ -494,7 +531,7 @@ static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasyn
 
 const struct file_operations morsel_fops = {
 	.owner = THIS_MODULE,
-	.llseek = generic_file_llseek,
+	.llseek = morsel_llseek,
 	.read_iter = morsel_read_iter,
 	.write_iter = morsel_write_iter,
 	.splice_read = copy_splice_read,

@@ -156,6 +156,7 @@ int morsel_adopt_tree(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
+loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
 int morsel_place(struct morsel *m, u64 off, struct page *page);
 int morsel_set_order(struct morsel *m, unsigned int order);

@@ -480,6 +480,39 @@ struct page *morsel_lookup(struct morsel *m, u64 off)
 }
 
 /**
+ * morsel_seek - the first offset in [@off, @end) with a page (@data) or
+ * without one (!@data); @end if there is none
+ *
+ * For SEEK_DATA and SEEK_HOLE: a missing table skips all it would cover.
+ * A poisoned slot counts as data (reading it fails, as on tmpfs).  The
+ * caller keeps the tree from shrinking (inode lock).  Return: the offset,
+ * or -EINTR on a fatal signal.
+ */
+loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data)
+{
+	u64 span, cur = off;
+	unsigned int n = 0;
+	mentry_t e;
+
+	while (cur < end) {
+		bool present;
+
+		span = PAGE_SIZE;	/* walk() sets it for a missing table */
+		e = 0;
+		present = walk(m, cur, false, &span, &e) && e;
+		if (present == data)
+			return cur;
+		cur = round_down(cur, span) + span;
+		if (!(++n % 512)) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
+	}
+	return end;
+}
+
+/**
  * morsel_poison - take the failed @page out of @m at byte offset @off
  *
  * For memerr.c, which holds the invalidate lock (so no page-by-page fault

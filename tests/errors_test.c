@@ -625,8 +625,138 @@ TEST(fallocate_other_modes_eopnotsupp)
 	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_PUNCH_HOLE |
 					   FALLOC_FL_ZERO_RANGE |
 					   FALLOC_FL_KEEP_SIZE, 0, PG));
-	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_ZERO_RANGE |
-					   FALLOC_FL_KEEP_SIZE, 0, PG));
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, PG));
+	close(fd);
+}
+
+/*
+ * FALLOC_FL_ZERO_RANGE: the range reads as zeros through read and a
+ * mounted mapping, the bytes around it stay, its pages are populated;
+ * without KEEP_SIZE it grows the file (and the order), with it not.
+ */
+TEST(fallocate_zero_range)
+{
+	int fd = fresh(mpath("fa-zero"), 0);
+	char buf[3 * PG], *p;
+	struct morsel_stat st;
+	unsigned int i;
+
+	ASSERT_LE(0, fd);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = 'a' + i % 26;
+	ASSERT_EQ((ssize_t)sizeof(buf), pwrite(fd, buf, sizeof(buf), 0));
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_ZERO_RANGE, 100, 2 * PG));
+	for (i = 0; i < sizeof(buf); i++) {
+		char want = i >= 100 && i < 100 + 2 * PG ? 0 : 'a' + i % 26;
+
+		if (p[i] != want)
+			break;
+	}
+	EXPECT_EQ(sizeof(buf), i);
+	ASSERT_EQ((ssize_t)sizeof(buf), pread(fd, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, memcmp(buf, p, sizeof(buf)));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(3 * PG, st.size);
+	EXPECT_EQ(3, st.pages);
+	/* Past the size: grows it (order 2 for 3 MiB), unless KEEP_SIZE. */
+	ASSERT_EQ(0, munmap(p, 2 * MiB));
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+			       2 * PG, 4 * PG));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(3 * PG, st.size);
+	buf[0] = 1;
+	ASSERT_EQ(1, pread(fd, buf, 1, 2 * PG + 200));
+	EXPECT_EQ(0, buf[0]);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_ZERO_RANGE, 2 * PG, 3 * MiB));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(2 * PG + 3 * MiB, st.size);
+	EXPECT_EQ(2, st.order);
+	EXPECT_EQ(2 + 3 * MiB / PG, st.pages);
+	ASSERT_EQ(1, pread(fd, buf, 1, 99));
+	EXPECT_EQ('a' + 99 % 26, buf[0]);
+	close(fd);
+}
+
+static void falloc_past_fsize(volatile char *arg)
+{
+	int fd = open(mpath("fa-fsize"), O_RDWR);
+	struct rlimit r = { 256 * KiB, 256 * KiB };
+
+	(void)arg;
+	if (fd < 0 || setrlimit(RLIMIT_FSIZE, &r))
+		_exit(3);
+	/* KEEP_SIZE changes no size: allowed, as on tmpfs. */
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 * MiB))
+		_exit(4);
+	if (getenv("FSIZE_IGNORE")) {
+		signal(SIGXFSZ, SIG_IGN);
+		if (fallocate(fd, 0, 0, 1 * MiB) != -1 || errno != EFBIG)
+			_exit(5);
+		if (fallocate(fd, 0, 2 * GiB, PG) != -1 || errno != EFBIG)
+			_exit(6);
+		if (fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 1 * MiB) != -1 ||
+		    errno != EFBIG)
+			_exit(7);
+		_exit(0);
+	}
+	fallocate(fd, 0, 0, 1 * MiB);
+	_exit(8);
+}
+
+/*
+ * A fallocate that would grow the file past RLIMIT_FSIZE: SIGXFSZ, or
+ * EFBIG where the signal is ignored, as for write and truncate (an outside
+ * run found morselfs allowed it; stress-ng's fsize stressor).
+ */
+TEST(fallocate_past_rlimit_fsize)
+{
+	int fd = fresh(mpath("fa-fsize"), 0);
+	struct stat sb;
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(SIGXFSZ, in_child(falloc_past_fsize, NULL));
+	setenv("FSIZE_IGNORE", "1", 1);
+	EXPECT_EQ(0, in_child(falloc_past_fsize, NULL));
+	ASSERT_EQ(0, fstat(fd, &sb));
+	EXPECT_EQ(0, sb.st_size);
+	close(fd);
+}
+
+/*
+ * SEEK_DATA and SEEK_HOLE see the tree: pages at 0, 2 MiB + 4 KiB and
+ * 1 GiB + 8 KiB of a 3 GiB file (order 3: a missing PTE table and a missing
+ * PMD table are holes of their whole span); ENXIO at or past the size.
+ */
+TEST(seek_data_hole)
+{
+	int fd = fresh(mpath("seek"), 3 * GiB);
+	static const unsigned long long at[] = { 0, 2 * MiB + PG, 1 * GiB + 2 * PG };
+	unsigned int i;
+	char c = 'x';
+
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(1, pwrite(fd, &c, 1, at[i] + 5));
+	EXPECT_EQ((off_t)(0), lseek(fd, 0, SEEK_DATA));
+	EXPECT_EQ((off_t)(PG), lseek(fd, 0, SEEK_HOLE));
+	EXPECT_EQ((off_t)(100), lseek(fd, 100, SEEK_DATA));
+	EXPECT_EQ((off_t)(2 * MiB + PG), lseek(fd, PG, SEEK_DATA));
+	EXPECT_EQ((off_t)(PG + 10), lseek(fd, PG + 10, SEEK_HOLE));
+	EXPECT_EQ((off_t)(2 * MiB + 2 * PG), lseek(fd, 2 * MiB + PG + 7, SEEK_HOLE));
+	EXPECT_EQ((off_t)(1 * GiB + 2 * PG), lseek(fd, 2 * MiB + 2 * PG, SEEK_DATA));
+	EXPECT_EQ((off_t)(1 * GiB + 3 * PG), lseek(fd, 1 * GiB + 2 * PG, SEEK_HOLE));
+	/* No data after the last page; the end of the file is a hole. */
+	ASSERT_ERRNO(ENXIO, lseek(fd, 1 * GiB + 3 * PG, SEEK_DATA));
+	EXPECT_EQ((off_t)(3 * GiB - 1), lseek(fd, 3 * GiB - 1, SEEK_HOLE));
+	ASSERT_ERRNO(ENXIO, lseek(fd, 3 * GiB, SEEK_HOLE));
+	ASSERT_ERRNO(ENXIO, lseek(fd, 3 * GiB, SEEK_DATA));
+	ASSERT_ERRNO(ENXIO, lseek(fd, -1, SEEK_DATA));
+	/* A full file ends in data: its hole is the size. */
+	ASSERT_EQ(0, ftruncate(fd, 5));
+	EXPECT_EQ((off_t)(5), lseek(fd, 0, SEEK_HOLE));
+	EXPECT_EQ((off_t)(5), lseek(fd, 0, SEEK_CUR));
 	close(fd);
 }
 

@@ -1690,9 +1690,9 @@ static void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 	else if ((uint64_t)off + len > max_bytes ||
 		 (uint64_t)off + len > (uint64_t)INT64_MAX)
 		want = EFBIG;
-	else if (mm && mm != FALLOC_FL_PUNCH_HOLE)
+	else if (mm && mm != FALLOC_FL_PUNCH_HOLE && mm != FALLOC_FL_ZERO_RANGE)
 		want = EOPNOTSUPP;
-	else if (!mm && !(mode & FALLOC_FL_KEEP_SIZE) &&
+	else if (mm != FALLOC_FL_PUNCH_HOLE && !(mode & FALLOC_FL_KEEP_SIZE) &&
 		 (uint64_t)off + len > sl->size) {
 		neworder = wanted(sl, off + len);
 		if (neworder > order && !bound_ok(sl->bound, neworder))
@@ -1710,6 +1710,9 @@ static void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 			m_evict(s, off, end < sl->size ? end : sl->size);
 		return;
 	}
+	/* ZERO_RANGE: the part inside the file as a punch, then as mode 0. */
+	if (mm == FALLOC_FL_ZERO_RANGE && (uint64_t)off < sl->size)
+		m_evict(s, off, end < sl->size ? end : sl->size);
 	{
 		uint64_t pend = PALIGN(end) < ext(neworder) ? PALIGN(end) :
 							       ext(neworder);
@@ -3126,7 +3129,7 @@ static void op_punch(int s)
 	else if (r == 5)
 		mode = FALLOC_FL_PUNCH_HOLE;
 	else if (r == 6)
-		mode = FALLOC_FL_ZERO_RANGE;
+		mode = FALLOC_FL_ZERO_RANGE | (one_in(2) ? FALLOC_FL_KEEP_SIZE : 0);
 	else if (r == 7)
 		mode = FALLOC_FL_COLLAPSE_RANGE;
 	else if (r == 8)

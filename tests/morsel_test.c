@@ -1394,7 +1394,7 @@ TEST(range_ioctls_bad_input)
 	CHECK_EQ(counter("pages"), p0);
 	/* fallocate: modes we do not have, bad ranges, read-only files */
 	CHECK_ERR(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, PG), EOPNOTSUPP);
-	CHECK_ERR(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, PG), EOPNOTSUPP);
+	CHECK_ERR(fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, PG), EOPNOTSUPP);
 	CHECK_ERR(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, PG), EOPNOTSUPP);
 	CHECK_ERR(fallocate(fd, 0, 0, 0), EINVAL);
 	CHECK_ERR(fallocate(fd, 0, -1, PG), EINVAL);
