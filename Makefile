@@ -216,6 +216,16 @@ cache-programs: build
 powercut: build
 	@tests/powercut --runs 100
 
+# fstests (tests/fstests) on tmpfs, morselfs and morselfs on pmem in one VM
+# run, printed side by side: GROUP (default quick) of the generic tests,
+# PART=k/N of them (every Nth from the kth), CONFIGS to choose among the
+# three, TESTS to name tests instead, DEBUG=1 for the debug kernel.
+# Results in .build/fstests/GROUP[-k-of-N][-debug].
+.PHONY: fstests
+fstests: build
+	@tests/fstests/vm-check --group $${GROUP:-quick} $${PART:+--part $$PART} \
+		$${CONFIGS:+--configs $$CONFIGS} $${DEBUG:+--debug} $${TESTS:-}
+
 demo: build
 	@vm/run --mem 4G -- bench/demo
 
