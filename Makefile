@@ -11,7 +11,10 @@ VERSION := 1.0.0
 SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
-BINS    := tools/morsel tests/morsel_test tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench
+BINS    := tools/morsel tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench
+# The primitive's suites, which replaced morsel_test: the morsel and its
+# mappings, the ioctls and the morsel tool, file I/O, processes.
+BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
@@ -111,11 +114,24 @@ tests/pm_fuzz: tests/pm_fuzz.c tests/pm_image.h $(PM_DEPS)
 tests/pm_fuzz_seeds: tests/pm_fuzz.c tests/pm_image.h $(PM_DEPS)
 	$(CC) $(CFLAGS) -DPM_FUZZ_SEEDS -Imodule -Itools -Itests -o $@ $< $(PM_SRCS)
 
-tests/morsel_test: tests/morsel_test.c tests/harness.h $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+tests/primitive_test: tests/primitive_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-tests/fuzz_bin: tests/fuzz.c $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+tests/ioctl_test: tests/ioctl_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/io_test: tests/io_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/lifecycle_test: tests/lifecycle_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+# The morselfs fuzzer (tests/fuzz runs it in the VM), one file per area.
+FUZZ_SRCS := tests/fuzzer/main.c tests/fuzzer/report.c tests/fuzzer/model.c \
+	tests/fuzzer/names.c tests/fuzzer/files.c tests/fuzzer/maps.c \
+	tests/fuzzer/procs.c
+tests/fuzz_bin: $(FUZZ_SRCS) tests/fuzzer/fuzz.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $(FUZZ_SRCS) $(LIB) $(LDLIBS)
 
 tests/safety_test: tests/safety_test.c tests/ksft_util.h tests/probe/probe.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
@@ -219,12 +235,24 @@ powercut: build
 # fstests (tests/fstests) on tmpfs, morselfs and morselfs on pmem in one VM
 # run, printed side by side: GROUP (default quick) of the generic tests,
 # PART=k/N of them (every Nth from the kth), CONFIGS to choose among the
-# three, TESTS to name tests instead, DEBUG=1 for the debug kernel.
-# Results in .build/fstests/GROUP[-k-of-N][-debug].
+# three, TESTS to name tests instead, DEBUG=1 for the debug kernel; then
+# fsx, FSX_OPS operations (default 10^6, 0: none) per morselfs
+# configuration.  Results in .build/fstests/GROUP[-k-of-N][-debug].
 .PHONY: fstests
 fstests: build
-	@tests/fstests/vm-check --group $${GROUP:-quick} $${PART:+--part $$PART} \
+	@tests/fstests/vm-check --group $${GROUP:-quick} $${PART:+--part $$PART} $${FSX_OPS:+--fsx-ops $$FSX_OPS} \
 		$${CONFIGS:+--configs $$CONFIGS} $${DEBUG:+--debug} $${TESTS:-}
+
+# stress-ng's file-system and VM stressors (tests/stress) on tmpfs, morselfs
+# and morselfs on pmem, side by side, under the debug kernel (NORMAL=1: the
+# normal one); STRESS_TIME seconds per stressor (default 10), STRESSORS to
+# pick some (comma-separated names).
+.PHONY: stress
+stress: build
+	@img=$$(mktemp -u /tmp/morsel-pmem.XXXXXX); \
+	vm/run $$([ -n "$${NORMAL:-}" ] || echo --debug) --cpus 2 --mem 4G --timeout 10800 --pmem "$$img:1G" -- \
+		tests/batch "tests/stress --time $${STRESS_TIME:-10}$${STRESSORS:+ --only $$STRESSORS}"; \
+	s=$$?; rm -f "$$img"; exit $$s
 
 demo: build
 	@vm/run --mem 4G -- bench/demo

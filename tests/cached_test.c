@@ -303,23 +303,6 @@ static int retired_files(FIXTURE_DATA(cached) *self)
 	return dir_files(self, true);
 }
 
-/* /sys/fs/morselfs/@name: a global counter of the module. */
-static long counter(const char *name)
-{
-	char p[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/sys/fs/morselfs/%s", name);
-	f = fopen(p, "r");
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /* What a populated morsel of @size bytes takes (pages and tables). */
 static uint64_t cost(uint64_t size)
 {
@@ -951,7 +934,7 @@ TEST_F_TIMEOUT(cached, out_of_descriptors_refuses_and_recovers, 60)
 TEST_F_TIMEOUT(cached, sigterm_during_load, 120)
 {
 	const uint64_t size = 128 * MiB;
-	long pages0 = counter("pages");
+	long pages0 = morsel_counter("pages");
 	int go[2], res[2], status, err = 1;
 	struct stat st;
 	pid_t pid;
@@ -970,7 +953,7 @@ TEST_F_TIMEOUT(cached, sigterm_during_load, 120)
 	}
 	close(res[1]);
 	ASSERT_EQ(1, write(go[1], "g", 1));
-	while (counter("pages") < pages0 + (long)(size / PG))
+	while (morsel_counter("pages") < pages0 + (long)(size / PG))
 		sched_yield();
 	status = stop(self, SIGTERM);
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
@@ -987,7 +970,7 @@ TEST_F_TIMEOUT(cached, sigterm_during_load, 120)
 		EXPECT_EQ(0, cache_files(self));
 	}
 	rm_files(self->dir);
-	EXPECT_EQ(pages0, counter("pages"));
+	EXPECT_EQ(pages0, morsel_counter("pages"));
 }
 
 TEST_F(cached, bad_options)
@@ -1168,8 +1151,8 @@ TEST_F_TIMEOUT(cached, concurrent_cold_file_one_load, 120)
 
 TEST_F_TIMEOUT(cached, no_morsel_pages_leak, 120)
 {
-	long pages0 = counter("pages"), tables0 = counter("tables");
-	long morsels0 = counter("morsels");
+	long pages0 = morsel_counter("pages"), tables0 = morsel_counter("tables");
+	long morsels0 = morsel_counter("morsels");
 	const char *names[] = { "a", "b", "c", "d" };
 	struct timespec ts[2] = { { 0, 0 }, { 12345, 0 } };
 	unsigned int i;
@@ -1205,15 +1188,15 @@ TEST_F_TIMEOUT(cached, no_morsel_pages_leak, 120)
 		ASSERT_EQ(0, utimensat(AT_FDCWD, tpath(self, "a"), ts, 0));
 	}
 	EXPECT_LE(3, stats(self).evictions);
-	EXPECT_LT(pages0, counter("pages"));
+	EXPECT_LT(pages0, morsel_counter("pages"));
 	/* The daemon exits, the cache is emptied: back to the baseline. */
 	status = stop(self, SIGTERM);
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	EXPECT_LE(1, cache_files(self));
 	rm_files(self->dir);
-	EXPECT_EQ(pages0, counter("pages"));
-	EXPECT_EQ(tables0, counter("tables"));
-	EXPECT_EQ(morsels0, counter("morsels"));
+	EXPECT_EQ(pages0, morsel_counter("pages"));
+	EXPECT_EQ(tables0, morsel_counter("tables"));
+	EXPECT_EQ(morsels0, morsel_counter("morsels"));
 }
 
 /* ---- identity (review 2026-11b H5) ---- */
@@ -1503,7 +1486,7 @@ TEST_F_TIMEOUT(cached, unused_entries_age_out, 60)
 TEST_F_TIMEOUT(cached, held_descriptors_stay_in_budget, 60)
 {
 	const char *names[] = { "a", "b", "c", "d" };
-	long pages0 = counter("pages");
+	long pages0 = morsel_counter("pages");
 	int fds[3], i;
 
 	ASSERT_TRUE(WIFEXITED(stop(self, SIGTERM)));
@@ -1516,13 +1499,13 @@ TEST_F_TIMEOUT(cached, held_descriptors_stay_in_budget, 60)
 	}
 	EXPECT_EQ(-ENOSPC, get_flags(self, "d"));
 	EXPECT_EQ(0, stats(self).evictions);
-	EXPECT_GE((long)(10 * MiB / PG), counter("pages") - pages0);
+	EXPECT_GE((long)(10 * MiB / PG), morsel_counter("pages") - pages0);
 	/* The first one let go: evicted for d, its pages freed. */
 	close(fds[0]);
 	EXPECT_EQ(0, get_flags(self, "d"));
 	EXPECT_EQ(1, stats(self).evictions);
 	EXPECT_EQ(3 * cost(3 * MiB), stats(self).bytes);
-	EXPECT_EQ((long)(3 * 3 * MiB / PG), counter("pages") - pages0);
+	EXPECT_EQ((long)(3 * 3 * MiB / PG), morsel_counter("pages") - pages0);
 	close(fds[1]);
 	close(fds[2]);
 }
@@ -1534,7 +1517,7 @@ TEST_F_TIMEOUT(cached, held_descriptors_stay_in_budget, 60)
 TEST_F_TIMEOUT(cached, stale_version_held_counts, 60)
 {
 	const char *v = tpath(self, "v");
-	long pages0 = counter("pages");
+	long pages0 = morsel_counter("pages");
 	struct stat st;
 	int fd;
 
@@ -1548,11 +1531,11 @@ TEST_F_TIMEOUT(cached, stale_version_held_counts, 60)
 	EXPECT_EQ(2 * cost(3 * MiB), stats(self).bytes);
 	EXPECT_EQ(1, stats(self).entries);
 	EXPECT_EQ(1, retired_files(self));
-	EXPECT_EQ((long)(2 * 3 * MiB / PG), counter("pages") - pages0);
+	EXPECT_EQ((long)(2 * 3 * MiB / PG), morsel_counter("pages") - pages0);
 	close(fd);
 	EXPECT_EQ(cost(3 * MiB), stats(self).bytes);
 	EXPECT_EQ(0, retired_files(self));
-	EXPECT_EQ((long)(3 * MiB / PG), counter("pages") - pages0);
+	EXPECT_EQ((long)(3 * MiB / PG), morsel_counter("pages") - pages0);
 }
 
 /*
@@ -1565,7 +1548,7 @@ TEST_F_TIMEOUT(cached, stale_version_held_counts, 60)
 TEST_F_TIMEOUT(cached, o_path_holder_stays_in_budget, 60)
 {
 	const char *names[] = { "a", "b", "c", "d" };
-	long pages0 = counter("pages");
+	long pages0 = morsel_counter("pages");
 	char proc[64];
 	int fd, pa, i;
 
@@ -1583,9 +1566,9 @@ TEST_F_TIMEOUT(cached, o_path_holder_stays_in_budget, 60)
 	EXPECT_EQ(0, get_flags(self, "c"));
 	EXPECT_EQ(0, get_flags(self, "d"));	/* evicts a, and b for it */
 	EXPECT_EQ(2, stats(self).evictions);
-	EXPECT_GE((long)(10 * MiB / PG), counter("pages") - pages0);
+	EXPECT_GE((long)(10 * MiB / PG), morsel_counter("pages") - pages0);
 	close(pa);
-	EXPECT_EQ((long)(2 * 3 * MiB / PG), counter("pages") - pages0);
+	EXPECT_EQ((long)(2 * 3 * MiB / PG), morsel_counter("pages") - pages0);
 	EXPECT_EQ(MORSEL_CACHE_HIT, get_flags(self, "c"));
 }
 
@@ -1721,7 +1704,7 @@ TEST_F_TIMEOUT(cached, restart_counts_what_it_cannot_index, 60)
 	snprintf(r, sizeof(r), "%s/r.0000000000000100", self->dir);
 	snprintf(c, sizeof(c), "%s/c.1.2.3.4.000000005", self->dir);
 	snprintf(other, sizeof(other), "%s/notes", self->dir);
-	pages0 = counter("pages");
+	pages0 = morsel_counter("pages");
 	for (i = 0; i < 3; i++) {
 		fd = morsel_create(names[i], sizes[i], 0400);
 		ASSERT_LE(0, fd);
@@ -1741,7 +1724,7 @@ TEST_F_TIMEOUT(cached, restart_counts_what_it_cannot_index, 60)
 	close(held);
 	EXPECT_EQ(0, stats(self).bytes);
 	EXPECT_EQ(-1, access(r, F_OK));
-	EXPECT_EQ(pages0 + 1, counter("pages"));	/* "notes" */
+	EXPECT_EQ(pages0 + 1, morsel_counter("pages"));	/* "notes" */
 }
 
 /* ---- descriptors (review 2026-11b M5) ---- */

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the kselftest-harness suites (safety_test, errors_test,
- * fs_test, mapping_test): paths in the suite's morselfs, fresh morsels,
+ * fs_test, mapping_test, primitive_test, ioctl_test, io_test,
+ * lifecycle_test, ...): paths in the suite's morselfs, fresh morsels,
  * running an access in a child to see which signal it gets, a call that
  * must fail with an errno, dropping privileges, private morselfs
- * instances and their options in /proc/mounts, and writing a control
- * file.  No locking: each TEST is a process.  Include it after
- * kselftest_harness.h.
+ * instances and their options in /proc/mounts, writing a control file,
+ * and reading a counter of the module.  No locking: each TEST is a
+ * process.  Include it after kselftest_harness.h.
  */
 #ifndef MORSEL_KSFT_UTIL_H
 #define MORSEL_KSFT_UTIL_H
@@ -115,6 +116,26 @@ static inline int write_file(const char *path, const char *s)
 	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
 	close(fd);
 	return ok ? 0 : -1;
+}
+
+/*
+ * The module's global counter /sys/fs/morselfs/@name (pages, tables,
+ * morsels, mounts: all instances together); -1 if it cannot be read.
+ */
+static inline long morsel_counter(const char *name)
+{
+	char p[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/sys/fs/morselfs/%s", name);
+	f = fopen(p, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
 }
 
 #endif /* MORSEL_KSFT_UTIL_H */

@@ -846,7 +846,7 @@ class MorselTest(unittest.TestCase):
 
 
 class Result(unittest.TestResult):
-    """Prints one line per test, as tests/harness.h does."""
+    """Prints one line per test, and "N passed, N failed" at the end."""
 
     def __init__(self):
         super().__init__()

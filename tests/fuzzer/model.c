@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tests/fuzzer/model.c: the shadow model and the module's rules for it.
+ * Per slot (struct slot, in the shared region): the non-zero pages, the
+ * populated pages as sorted runs, the page tables that exist, the size,
+ * the order and the minimum order, changed as module/size.c, tree.c and
+ * file.c change the morsel (m_* functions).  Per worker: when a slot's
+ * morsel dies (check_dead), what an unmapped range does to the mapping
+ * table (unmap_model, drop_map) and the private copies (cp_*).
+ *
+ * Rules: only a slot's owner changes its model (see Ownership at the top
+ * of main.c); a forked child may read it but never changes it (m_write
+ * never moves a page entry).  No system calls here; the only reports are
+ * "internal: ..." mismatches when a model table is full.  The only draw
+ * from the PRNG is model_page's.
+ */
+#include "fuzz.h"
+
+/* ---- helpers: sizes and the model ---- */
+
+int order_of(uint64_t size)
+{
+	int o;
+
+	for (o = 0; o <= 4; o++)
+		if (size <= ext(o))
+			return o;
+	return 5;
+}
+
+/* The order a size asks for: at least the minimum (size.c wanted_order). */
+int wanted(struct slot *sl, uint64_t size)
+{
+	int o = order_of(size);
+
+	return o > sl->min_order ? o : sl->min_order;
+}
+
+int bound_ok(uint64_t bound, int order)
+{
+	return !bound || (bound % ext(order) == 0 &&
+			  bound + ext(order) <= task_max);
+}
+
+static struct mpage *mp_find(struct slot *sl, uint64_t idx)
+{
+	int i;
+
+	for (i = 0; i < MODEL_PAGES; i++)
+		if (sl->pages[i].idx == idx)
+			return &sl->pages[i];
+	return NULL;
+}
+
+int mp_count(struct slot *sl)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MODEL_PAGES; i++)
+		n += sl->pages[i].idx != NOPAGE;
+	return n;
+}
+
+/* Pages of [off, off + len) the model would have to add. */
+static int mp_need(struct slot *sl, uint64_t off, uint64_t len)
+{
+	uint64_t p;
+	int n = 0;
+
+	if (!len)
+		return 0;
+	for (p = off / PG; p <= (off + len - 1) / PG; p++)
+		n += !mp_find(sl, p);
+	return n;
+}
+
+int mp_room(struct slot *sl, uint64_t off, uint64_t len)
+{
+	return mp_count(sl) + mp_need(sl, off, len) <= MODEL_PAGES;
+}
+
+int all_zero(const uint8_t *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+void m_read(struct slot *sl, uint64_t off, uint64_t len, uint8_t *out)
+{
+	while (len) {
+		uint64_t n = PG - off % PG;
+		struct mpage *p = mp_find(sl, off / PG);
+
+		if (n > len)
+			n = len;
+		if (p)
+			memcpy(out, p->data + off % PG, n);
+		else
+			memset(out, 0, n);
+		out += n;
+		off += n;
+		len -= n;
+	}
+}
+
+/* Never moves an entry: a child may read the table concurrently. */
+void m_write(struct slot *sl, uint64_t off, const uint8_t *buf,
+	     uint64_t len)
+{
+	while (len) {
+		uint64_t n = PG - off % PG;
+		struct mpage *p = mp_find(sl, off / PG);
+
+		if (n > len)
+			n = len;
+		if (!p && !all_zero(buf, n)) {
+			p = mp_find(sl, NOPAGE);
+			if (!p) {
+				mismatch("internal: model page table full");
+				return;
+			}
+			memset(p->data, 0, PG);
+			p->idx = off / PG;
+		}
+		if (p) {
+			memcpy(p->data + off % PG, buf, n);
+			if (all_zero(p->data, PG))
+				p->idx = NOPAGE;
+		}
+		buf += n;
+		off += n;
+		len -= n;
+	}
+}
+
+/* Zero [off, off + len): visits the model's pages, so any length is cheap. */
+void m_zero(struct slot *sl, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+	int i;
+
+	for (i = 0; len && i < MODEL_PAGES; i++) {
+		struct mpage *p = &sl->pages[i];
+		uint64_t a = p->idx * PG, lo, hi;
+
+		if (p->idx == NOPAGE || a >= end || a + PG <= off)
+			continue;
+		lo = a > off ? a : off;
+		hi = a + PG < end ? a + PG : end;
+		memset(p->data + (lo - a), 0, hi - lo);
+		if (all_zero(p->data, PG))
+			p->idx = NOPAGE;
+	}
+}
+
+static void m_drop_from(struct slot *sl, uint64_t idx)
+{
+	int i;
+
+	for (i = 0; i < MODEL_PAGES; i++)
+		if (sl->pages[i].idx != NOPAGE && sl->pages[i].idx >= idx)
+			sl->pages[i].idx = NOPAGE;
+}
+
+static int runs_find(struct slot *sl, uint64_t idx)
+{
+	int lo = 0, hi = sl->nruns;
+
+	/* first run with b > idx */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (sl->runs[mid].b > idx)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+int runs_has(struct slot *sl, uint64_t idx)
+{
+	int i = runs_find(sl, idx);
+
+	return i < sl->nruns && sl->runs[i].a <= idx;
+}
+
+uint64_t runs_count(struct slot *sl)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < sl->nruns; i++)
+		n += sl->runs[i].b - sl->runs[i].a;
+	return n;
+}
+
+static void runs_del(struct slot *sl, uint64_t a, uint64_t b)
+{
+	int i = runs_find(sl, a);
+
+	while (i < sl->nruns && sl->runs[i].a < b) {
+		struct run *r = &sl->runs[i];
+
+		if (r->a < a && r->b > b) {	/* split */
+			if (sl->nruns == MODEL_RUNS) {
+				mismatch("internal: run table full");
+				return;
+			}
+			memmove(r + 1, r, (sl->nruns - i) * sizeof(*r));
+			sl->nruns++;
+			r->b = a;
+			r[1].a = b;
+			return;
+		}
+		if (r->a < a) {
+			r->b = a;
+			i++;
+		} else if (r->b > b) {
+			r->a = b;
+			return;
+		} else {
+			memmove(r, r + 1, (sl->nruns - i - 1) * sizeof(*r));
+			sl->nruns--;
+		}
+	}
+}
+
+/* ---- the page tables (tree.c): which exist, exactly ---- */
+
+int tab_find(struct slot *sl, int level, uint64_t idx)
+{
+	int i;
+
+	for (i = 0; i < sl->ntables; i++)
+		if (sl->tables[i].level == level && sl->tables[i].idx == idx)
+			return i;
+	return -1;
+}
+
+static void tab_add(struct slot *sl, int level, uint64_t idx)
+{
+	if (tab_find(sl, level, idx) >= 0)
+		return;
+	if (sl->ntables == MODEL_TABLES) {
+		mismatch("internal: table model full");
+		sl->tables_bad = 1;
+		return;
+	}
+	sl->tables[sl->ntables].level = level;
+	sl->tables[sl->ntables].idx = idx;
+	sl->ntables++;
+}
+
+static void tab_del(struct slot *sl, int i)
+{
+	sl->tables[i] = sl->tables[--sl->ntables];
+}
+
+uint64_t tab_count(struct slot *sl, int level)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < sl->ntables; i++)
+		n += sl->tables[i].level == level;
+	return n;
+}
+
+/* A walk populated pages [a, b): every table above them exists now. */
+static void tabs_walk(struct slot *sl, uint64_t a, uint64_t b)
+{
+	int l;
+	uint64_t i;
+
+	for (l = 1; l <= sl->order; l++)
+		for (i = a * PG / ext(l); i <= ((b - 1) * PG) / ext(l); i++)
+			tab_add(sl, l, i);
+}
+
+/* free_level: a table goes when the range covers all it spans. */
+static void tabs_free(struct slot *sl, uint64_t start, uint64_t end)
+{
+	int i;
+
+	for (i = 0; i < sl->ntables; i++) {
+		uint64_t e = ext(sl->tables[i].level), a = sl->tables[i].idx * e;
+
+		if (a >= start && a + e <= end)
+			tab_del(sl, i--);
+	}
+}
+
+void runs_add(struct slot *sl, uint64_t a, uint64_t b)
+{
+	int i, j;
+
+	if (a >= b)
+		return;
+	tabs_walk(sl, a, b);
+	/* first run that ends at or after a (may touch) */
+	i = runs_find(sl, a ? a - 1 : 0);
+	if (i < sl->nruns && sl->runs[i].b < a)
+		i++;
+	j = i;
+	while (j < sl->nruns && sl->runs[j].a <= b) {
+		if (sl->runs[j].a < a)
+			a = sl->runs[j].a;
+		if (sl->runs[j].b > b)
+			b = sl->runs[j].b;
+		j++;
+	}
+	if (j == i) {
+		if (sl->nruns == MODEL_RUNS) {
+			mismatch("internal: run table full");
+			return;
+		}
+		memmove(&sl->runs[i + 1], &sl->runs[i],
+			(sl->nruns - i) * sizeof(struct run));
+		sl->nruns++;
+	} else if (j > i + 1) {
+		memmove(&sl->runs[i + 1], &sl->runs[j],
+			(sl->nruns - j) * sizeof(struct run));
+		sl->nruns -= j - i - 1;
+	}
+	sl->runs[i].a = a;
+	sl->runs[i].b = b;
+}
+
+static void m_clear(struct slot *sl)
+{
+	int i;
+
+	for (i = 0; i < MODEL_PAGES; i++)
+		sl->pages[i].idx = NOPAGE;
+	sl->nruns = 0;
+	sl->churn = 0;
+	sl->ntables = 0;
+	sl->tables_bad = 0;
+}
+
+/* A new morsel of @size bytes: the order its size wants, no minimum. */
+void m_new(struct slot *sl, uint64_t size)
+{
+	sl->size = size;
+	sl->bound = 0;
+	sl->min_order = 0;
+	sl->order = order_of(size);
+	m_clear(sl);
+	if (sl->order)		/* raising an empty morsel: its root table */
+		tab_add(sl, sl->order, 0);
+}
+
+/*
+ * Raise the order (tree.c raise_order): a populated root becomes entry 0
+ * of a chain of new tables; an empty one is replaced by one new table.
+ */
+void m_raise(struct slot *sl, int order)
+{
+	int l;
+
+	if (order <= sl->order)
+		return;
+	if (sl->order ? tab_find(sl, sl->order, 0) >= 0 : runs_has(sl, 0)) {
+		for (l = sl->order + 1; l <= order; l++)
+			tab_add(sl, l, 0);
+	} else {
+		tab_add(sl, order, 0);
+	}
+	sl->order = order;
+}
+
+/*
+ * Lower the order (morsel_set_order): everything past the new extent goes,
+ * then the tables above the new root.
+ */
+static void m_lower(struct slot *sl, int order)
+{
+	int l, i;
+
+	m_drop_from(sl, ext(order) / PG);
+	runs_del(sl, ext(order) / PG, UINT64_MAX);
+	tabs_free(sl, ext(order), UINT64_MAX);
+	for (l = sl->order; l > order; l--)
+		if ((i = tab_find(sl, l, 0)) >= 0)
+			tab_del(sl, i);
+	sl->order = order;
+}
+
+/* ---- per-worker mappings ---- */
+
+/* Own mappings of @s: @kind 0 all, 1 mounted, 2 paged, 3 mounted of order 0. */
+int own_maps_kind(int s, int kind)
+{
+	int i, n = 0;
+
+	for (i = 0; i < W.nmaps; i++) {
+		struct mapent *m = &W.maps[i];
+
+		if (m->slot != s || (kind == 1 && m->paged) ||
+		    (kind == 2 && !m->paged) ||
+		    (kind == 3 && (m->paged || m->vorder)))
+			continue;
+		n++;
+	}
+	return n;
+}
+
+static int own_maps(int s)
+{
+	return own_maps_kind(s, 0);
+}
+
+/*
+ * Does the morsel have a shared mapping anywhere (nr_maps > 0)?  Private
+ * mappings are not counted: they hold neither the order nor the tables.
+ */
+int mapped(int s)
+{
+	return own_maps_kind(s, 1) + (child_alive() ? W.ch.holds[s] : 0) > 0;
+}
+
+/* The morsel is gone when nothing names, opens or maps it. */
+void check_dead(int s)
+{
+	struct slot *sl = S(s);
+
+	if (sl->live && !sl->named && !W.nfds[s] && !own_maps(s)) {
+		/* a child's inherited mappings keep the old morsel, not the slot */
+		W.ch.holds[s] = 0;
+		W.ch.holds0[s] = 0;
+		sl->live = 0;
+		m_new(sl, 0);
+	}
+}
+
+/* ---- private copies ---- */
+
+struct copy *cp_find(uint64_t va)
+{
+	int i;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		if (W.copies[i].va == va)
+			return &W.copies[i];
+	return NULL;
+}
+
+int cp_count(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		n += W.copies[i].va != NOPAGE;
+	return n;
+}
+
+/* Forget the copies of the pages in [a, a + len). */
+void cp_drop(uint64_t a, uint64_t len)
+{
+	int i;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		if (W.copies[i].va != NOPAGE && W.copies[i].va >= a &&
+		    W.copies[i].va < a + len)
+			W.copies[i].va = NOPAGE;
+}
+
+/* The copies of [a, a + len) move to @to (mremap). */
+void cp_move(uint64_t a, uint64_t len, uint64_t to)
+{
+	int i;
+
+	for (i = 0; i < MAX_COPIES; i++)
+		if (W.copies[i].va != NOPAGE && W.copies[i].va >= a &&
+		    W.copies[i].va < a + len)
+			W.copies[i].va = W.copies[i].va - a + to;
+}
+
+/* Truncation takes the copies of file pages from @fo on, too. */
+static void cp_drop_past(int s, uint64_t fo)
+{
+	int i;
+
+	for (i = 0; i < W.nmaps; i++) {
+		struct mapent *m = &W.maps[i];
+
+		if (m->slot != s || !m->priv || m->off + m->len <= fo)
+			continue;
+		if (m->off >= fo)
+			cp_drop(m->addr, m->len);
+		else
+			cp_drop(m->addr + (fo - m->off), m->len - (fo - m->off));
+	}
+}
+
+/* Pages of [rel, rel + len) of private @m that a store would copy now. */
+int cp_need(struct mapent *m, uint64_t rel, uint64_t len)
+{
+	uint64_t va;
+	int n = 0;
+
+	if (!len)
+		return 0;
+	for (va = PDOWN(m->addr + rel); va < m->addr + rel + len; va += PG)
+		n += !cp_find(va);
+	return n;
+}
+
+void drop_map(int i)
+{
+	if (W.maps[i].priv)
+		cp_drop(W.maps[i].addr, W.maps[i].len);
+	W.maps[i] = W.maps[--W.nmaps];
+}
+
+/*
+ * [a, a + len) was unmapped (munmap, MAP_FIXED): shared mappings inside
+ * it are gone, private ones lose that part (maybe split in two).
+ */
+void unmap_model(uint64_t a, uint64_t len)
+{
+	int i, dead[MAPS_ROOM], nd = 0;
+	uint64_t end = a + len;
+
+	for (i = 0; i < W.nmaps; i++) {
+		struct mapent *m = &W.maps[i];
+		uint64_t mend = m->addr + m->len;
+
+		if (mend <= a || m->addr >= end)
+			continue;
+		dead[nd++] = m->slot;
+		if (!m->paged || (m->addr >= a && mend <= end)) {
+			drop_map(i--);
+			continue;
+		}
+		cp_drop(a, len);
+		if (m->addr < a && mend > end) {	/* split */
+			if (W.nmaps == MAPS_ROOM) {
+				mismatch("internal: mapping table full");
+				return;
+			}
+			W.maps[W.nmaps] = *m;
+			W.maps[W.nmaps].addr = end;
+			W.maps[W.nmaps].len = mend - end;
+			W.maps[W.nmaps].off = m->off + (end - m->addr);
+			W.nmaps++;
+			m->len = a - m->addr;
+		} else if (m->addr < a) {
+			m->len = a - m->addr;
+		} else {
+			m->off += end - m->addr;
+			m->len = mend - end;
+			m->addr = end;
+		}
+	}
+	for (i = 0; i < nd; i++)
+		check_dead(dead[i]);
+}
+
+/* ---- what ranges and sizes do to the model ---- */
+
+/*
+ * Pages [first, last) (page aligned) leave the tree, as tree.c does it:
+ * freed (order-0 mappings, whose mount entry copies page 0, are unmounted
+ * and refault).
+ */
+void m_free_pages(int s, uint64_t first, uint64_t last)
+{
+	struct slot *sl = S(s);
+
+	if (first >= last)
+		return;
+	m_zero(sl, first, last - first);
+	runs_del(sl, first / PG, last / PG);
+	if (!mapped(s))		/* morsel_free_range; mapped: tables stay */
+		tabs_free(sl, first, last);
+}
+
+/* The order falls to what the size wants if no shared mapping holds it. */
+void m_fit(int s)
+{
+	struct slot *sl = S(s);
+	int w = wanted(sl, sl->size);
+
+	if (w < sl->order && !mapped(s))
+		m_lower(sl, w);
+}
+
+/* A successful truncate to @size, as size.c morsel_resize does it. */
+void m_resize(int s, uint64_t size)
+{
+	struct slot *sl = S(s);
+	int w = wanted(sl, size);
+
+	if (size == sl->size)
+		return;			/* setattr skips it */
+	m_raise(sl, w);
+	if (size < sl->size) {
+		m_zero(sl, size, PALIGN(size) - size);
+		m_free_pages(s, PALIGN(size), UINT64_MAX & ~(PG - 1));
+		cp_drop_past(s, PALIGN(size));
+	}
+	sl->size = size;
+	m_fit(s);
+}
+
+/*
+ * What eviction of [start, end) (end <= size, or past it for
+ * trim_past_size) does, as file.c morsel_evict does it.  Private mappings
+ * keep their copies; their other pages fault the file's again.
+ */
+void m_evict(int s, uint64_t start, uint64_t end)
+{
+	struct slot *sl = S(s);
+	uint64_t first = PALIGN(start);
+	uint64_t last = end == sl->size ? PALIGN(end) : PDOWN(end);
+
+	if (first > last) {
+		m_zero(sl, start, end - start);
+		return;
+	}
+	m_zero(sl, start, first - start);
+	if (last < end)
+		m_zero(sl, last, end - last);
+	m_free_pages(s, first, last);
+}
+
+/* An existing model page of @s, as a page index; NOPAGE if none. */
+uint64_t model_page(int s)
+{
+	struct slot *sl = S(s);
+	int i, n = mp_count(sl), k;
+
+	if (!n)
+		return NOPAGE;
+	k = below(n);
+	for (i = 0; i < MODEL_PAGES; i++)
+		if (sl->pages[i].idx != NOPAGE && !k--)
+			return sl->pages[i].idx;
+	return NOPAGE;
+}

@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ioctl_test: the morselfs ioctls and the morsel tool that wraps them
+ * (kselftest harness; with primitive_test, io_test and lifecycle_test it
+ * replaced morsel_test).
+ *
+ * - STAT: bad input, other commands, a directory.
+ * - POPULATE (and fallocate): every page and table at once, so touching
+ *   them faults no more; racing faults; bad ranges and bad fallocate
+ *   modes.
+ * - EVICT (and fallocate(PUNCH_HOLE), MADV_REMOVE) while two processes map
+ *   the morsel, and racing faults and pins (vmsplice).
+ * - BIND: a fixed address, so that pointers stored inside are valid in
+ *   every process; bad input.
+ * - MAPPINGS: who maps the morsel, with what rights; bad input.
+ * - tools/morsel create, stat, populate, evict and bind.
+ *
+ * Runs in the VM (vm/run; tests/run-all) as root, from the repository
+ * (the tests run tools/morsel), with the suite's morselfs at $MORSEL_MNT
+ * and the paging depth in $MORSEL_PAGING (4 or 5); tests/run-all runs it
+ * on a persistent instance too (tests/on_pmem).
+ *
+ * kselftest harness: every TEST runs in its own child process, one after
+ * another (the fixture "slow"'s, which may take up to 300 s, after the
+ * others); each creates the files it uses (its own names) and depends on
+ * no other test.  A check in a fork child is an ASSERT_* too: a failure
+ * ends the child and fails the test.  The checks of the module's global
+ * counters (/sys/fs/morselfs) compare before and after, so nothing else
+ * may make or free morsels while the suite runs (tests/run-all runs one
+ * suite at a time).  errors_test and mapping_test bind their morsels away
+ * from this suite's BIND_ADDR.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+#include "ksft_util.h"
+#include "morsel_util.h"
+
+#define BIND_ADDR 0x600000000000ULL	/* 96 TiB: far from the mmap base */
+
+/* ---- STAT ---- */
+
+TEST(ioctl_bad_input)
+{
+	int fd = fresh(mpath("io"), 2 * MiB);
+	struct morsel_stat s;
+	int dfd;
+
+	ASSERT_LE(0, fd);
+	memset(&s, 0, sizeof(s));
+	s.flags = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_STAT, &s));
+	memset(&s, 0, sizeof(s));
+	s.reserved[5] = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_STAT, &s));
+
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_STAT, (void *)16));
+	ASSERT_ERRNO(ENOTTY, ioctl(fd, _IOWR(MORSEL_IOC_MAGIC, 0x7f, struct morsel_stat), &s));
+	ASSERT_ERRNO(ENOTTY, ioctl(fd, 0x5401 /* TCGETS */, &s));
+	dfd = open(mpath("."), O_RDONLY | O_DIRECTORY);	/* the root */
+	ASSERT_LE(0, dfd);
+	ASSERT_ERRNO(ENOTTY, ioctl(dfd, MORSEL_IOC_STAT, &s));
+	close(dfd);
+	ASSERT_EQ(0, sizeof(struct morsel_stat) % 8);
+	close(fd);
+	unlink(mpath("io"));
+}
+
+/* ---- the morsel tool ---- */
+
+TEST(cli_create_and_stat)
+{
+	char cmd[512], out[2048];
+	int fd;
+	char *p;
+
+	unlink(mpath("cli"));
+	snprintf(cmd, sizeof(cmd), "tools/morsel create %s 3M", mpath("cli"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	fd = morsel_open(mpath("cli"), O_RDWR);
+	ASSERT_LE(0, fd);
+	p = map(_metadata, fd, 3 * MiB, PROT_READ | PROT_WRITE);
+	p[0] = p[2 * MiB] = 1;
+	snprintf(cmd, sizeof(cmd), "tools/morsel stat %s", mpath("cli"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "order:    2\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "extent:   1073741824 (1 GiB)\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "size:     3145728\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "pages:    2\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "tables:   pte 2 pmd 1 pud 0 p4d 0\n")) TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "mappings: 1\n")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel create %s 3M 2>&1", mpath("cli"));
+	ASSERT_NE(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "File exists")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel create %s 12x 2>&1", mpath("cli2"));
+	ASSERT_NE(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "bad size")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel create %s 300T 2>&1", mpath("cli2"));
+	ASSERT_NE(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "File too large")) TH_LOG("%s", out);
+	ASSERT_NE(0, access(mpath("cli2"), F_OK));
+	snprintf(cmd, sizeof(cmd), "tools/morsel stat %s 2>&1", mpath("none"));
+	ASSERT_NE(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "No such file")) TH_LOG("%s", out);
+	munmap(p, 3 * MiB);
+	close(fd);
+	unlink(mpath("cli"));
+}
+
+/* ---- explicit population and eviction ---- */
+
+static long minflt(struct __test_metadata *_metadata)
+{
+	struct rusage ru;
+
+	ASSERT_EQ(0, getrusage(RUSAGE_SELF, &ru));
+	return ru.ru_minflt;
+}
+
+static void touch_each_page(char *p, uint64_t len)
+{
+	uint64_t off;
+
+	for (off = 0; off < len; off += PG)
+		((volatile char *)p)[off] = 1;
+}
+
+/* 64 MiB populated, then touched page by page, twice (about 33000 faults). */
+TEST_F_TIMEOUT(slow, populate_then_no_faults, 300)
+{
+	int fd = fresh(mpath("pop"), 64 * MiB), fd2 = fresh(mpath("nopop"), 64 * MiB);
+	long p0, f0;
+	static char warm[PG];
+	struct morsel_stat s;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, fd2);
+	p0 = counter(_metadata, "pages");
+	ASSERT_EQ(0, morsel_populate(fd, 0, 64 * MiB));
+	s = st(_metadata, fd);
+	ASSERT_EQ(16384, s.pages);
+	ASSERT_EQ(32, s.tables[0]);
+	ASSERT_EQ(16384, counter(_metadata, "pages") - p0);
+	ASSERT_EQ(0, morsel_populate(fd, 0, 64 * MiB));	/* idempotent */
+	ASSERT_EQ(16384, st(_metadata, fd).pages);
+	/* Fault in this code and the stack first: count only the morsel. */
+	touch_each_page(warm, sizeof(warm));
+	p = map(_metadata, fd, 64 * MiB, PROT_READ | PROT_WRITE);
+	f0 = minflt(_metadata);
+	touch_each_page(p, 64 * MiB);
+	ASSERT_EQ(0, minflt(_metadata) - f0);
+	/* The same without populating: one fault per page. */
+	p = map(_metadata, fd2, 64 * MiB, PROT_READ | PROT_WRITE);
+	f0 = minflt(_metadata);
+	touch_each_page(p, 64 * MiB);
+	ASSERT_LE(16384, minflt(_metadata) - f0);
+	/* fallocate() does the same, growing the file like a file. */
+	close(fd2);
+	fd2 = fresh(mpath("falloc"), 0);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, fallocate(fd2, 0, 0, 8 * MiB + 1));
+	s = st(_metadata, fd2);
+	ASSERT_EQ(8 * MiB + 1, s.size);
+	ASSERT_EQ(2, s.order);
+	ASSERT_EQ(2049, s.pages);
+	/* KEEP_SIZE stops at the size (a page past it would not SIGBUS). */
+	ASSERT_EQ(0, fallocate(fd2, FALLOC_FL_KEEP_SIZE, 16 * MiB, 4 * MiB));
+	ASSERT_EQ(8 * MiB + 1, st(_metadata, fd2).size);
+	ASSERT_EQ(2049, st(_metadata, fd2).pages);
+	close(fd2);
+	close(fd);
+	unlink(mpath("pop"));
+	unlink(mpath("nopop"));
+	unlink(mpath("falloc"));
+	ASSERT_EQ(p0 + 2 * 16384, counter(_metadata, "pages"));	/* both still mapped */
+}
+
+struct racer { char *p; uint64_t len; };
+
+static void *race_touch(void *arg)
+{
+	struct racer *r = arg;
+	uint64_t off;
+
+	for (off = r->len; off > 0; off -= PG)
+		((volatile char *)r->p)[off - PG] = 1;
+	return NULL;
+}
+
+/* 32 MiB populated while two threads fault it from the other end. */
+TEST_F_TIMEOUT(slow, populate_races_faults, 300)
+{
+	int fd = fresh(mpath("race"), 1 * GiB), i;
+	long p0, t0;
+	struct racer r;
+	pthread_t th[2];
+
+	ASSERT_LE(0, fd);
+	p0 = counter(_metadata, "pages");
+	t0 = counter(_metadata, "tables");
+	r.len = 32 * MiB;
+	r.p = map(_metadata, fd, 1 * GiB, PROT_READ | PROT_WRITE);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, race_touch, &r));
+	}
+	ASSERT_EQ(0, morsel_populate(fd, 0, 32 * MiB));
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	/* Every page and table exactly once; losers freed what they made. */
+	ASSERT_EQ(8192, st(_metadata, fd).pages);
+	ASSERT_EQ(16, st(_metadata, fd).tables[0]);
+	ASSERT_EQ(8192, counter(_metadata, "pages") - p0);
+	ASSERT_EQ(16, counter(_metadata, "tables") - t0);
+	munmap(r.p, 1 * GiB);
+	close(fd);
+	unlink(mpath("race"));
+	ASSERT_EQ(p0, counter(_metadata, "pages"));
+	ASSERT_EQ(t0 - 1, counter(_metadata, "tables"));
+}
+
+static int range_ioctl(int fd, unsigned long cmd, uint64_t off, uint64_t len,
+		       uint64_t flags, unsigned int res, uint64_t resval)
+{
+	struct morsel_range r;
+
+	memset(&r, 0, sizeof(r));
+	r.offset = off;
+	r.length = len;
+	r.flags = flags;
+	r.reserved[res] = resval;
+	return ioctl(fd, cmd, &r);
+}
+
+TEST(range_ioctls_bad_input)
+{
+	static const unsigned long cmds[] = { MORSEL_IOC_POPULATE,
+					       MORSEL_IOC_EVICT };
+	int fd = fresh(mpath("rb"), 2 * MiB + 5000), rfd;
+	long p0;
+	unsigned int i;
+
+	ASSERT_LE(0, fd);
+	p0 = counter(_metadata, "pages");
+	rfd = morsel_open(mpath("rb"), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	for (i = 0; i < 2; i++) {
+		unsigned long c = cmds[i];
+
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, PG, 1, 0, 0));
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, PG, 0, 4, 1));
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 100, PG, 0, 0, 0));
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, 100, 0, 0, 0));
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, 0, 0, 0, 0));
+		/* Past the end: the size rounded up to a page is the limit. */
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 2 * MiB, 3 * PG, 0, 0, 0));
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 4 * MiB, PG, 0, 0, 0));
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, PG, ~0ULL & ~(PG - 1), 0, 0, 0));
+		ASSERT_ERRNO(EFAULT, ioctl(fd, c, (void *)16));
+		ASSERT_ERRNO(EBADF, range_ioctl(rfd, c, 0, PG, 0, 0, 0));
+		ASSERT_EQ(0, range_ioctl(fd, c, 2 * MiB, 2 * PG, 0, 0, 0));
+	}
+	ASSERT_EQ(p0, counter(_metadata, "pages"));
+	/* fallocate: modes we do not have, bad ranges, read-only files */
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, PG));
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, PG));
+	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, PG));
+	ASSERT_ERRNO(EINVAL, fallocate(fd, 0, 0, 0));
+	ASSERT_ERRNO(EINVAL, fallocate(fd, 0, -1, PG));
+	ASSERT_ERRNO(EBADF, fallocate(rfd, 0, 0, PG));
+	ASSERT_ERRNO(EFBIG, fallocate(fd, 0, 0, 257 * TiB));
+	ASSERT_EQ(p0, counter(_metadata, "pages"));
+	ASSERT_EQ(2 * MiB + 5000, st(_metadata, fd).size);
+	/*
+	 * Growing the order while mapped works (the mapping keeps its
+	 * extent).
+	 */
+	{
+		char *p = map(_metadata, fd, 1, PROT_READ);
+
+		ASSERT_EQ(1, pwrite(fd, "x", 1, 2 * GiB));
+		ASSERT_EQ(3, st(_metadata, fd).order);
+		ASSERT_EQ(1 * GiB, vma_len(_metadata, p));
+		ASSERT_EQ(0, ftruncate(fd, 2 * MiB + 5000));
+		ASSERT_EQ(2 * MiB + 5000, st(_metadata, fd).size);
+		munmap(p, 1);
+	}
+	close(rfd);
+	close(fd);
+	unlink(mpath("rb"));
+}
+
+TEST(evict_mapped_in_two_processes)
+{
+	int fd = fresh(mpath("ev"), 4 * MiB), ready[2], go[2];
+	char *p, c = 0;
+	uint64_t off;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	p = map(_metadata, fd, 4 * MiB, PROT_READ | PROT_WRITE);
+	memset(p, 'x', 4 * MiB);
+	ASSERT_EQ(1024, st(_metadata, fd).pages);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	if (pid == 0) {
+		/* Its own read-only mapping, its own TLB entries. */
+		int rfd = morsel_open(mpath("ev"), O_RDONLY);
+		char *q;
+		long sum = 0;
+
+		ASSERT_LE(0, rfd);
+		q = map(_metadata, rfd, 4 * MiB, PROT_READ);
+		for (off = 0; off < 4 * MiB; off += PG)
+			sum += q[off];
+		ASSERT_EQ(1024L * 'x', sum);
+		ASSERT_EQ(1, write(ready[1], "r", 1));
+		ASSERT_EQ(1, read(go[0], &c, 1));
+		for (off = 0; off < 4 * MiB; off += PG) {
+			ASSERT_EQ(off >= 1 * MiB && off < 3 * MiB ? 0 : 'x', q[off])
+				TH_LOG("offset %llu", (unsigned long long)off);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(3, st(_metadata, fd).mappings);	/* ours, the child's copy and its own */
+	ASSERT_EQ(0, morsel_evict(fd, 1 * MiB, 2 * MiB));
+	ASSERT_EQ(512, st(_metadata, fd).pages);
+	ASSERT_EQ(2, st(_metadata, fd).tables[0]);	/* tables stay while mapped */
+	for (off = 0; off < 4 * MiB; off += PG) {
+		ASSERT_EQ(off >= 1 * MiB && off < 3 * MiB ? 0 : 'x', p[off])
+			TH_LOG("offset %llu", (unsigned long long)off);
+	}
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	wait_child_ok(_metadata, pid);
+	/* Touching a hole through a mapping populates it again (zeros). */
+	ASSERT_EQ(1024, st(_metadata, fd).pages);
+	/* Punching partial pages zeroes bytes and keeps the pages. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       100, 5000));
+	ASSERT_EQ('x', p[99]);
+	ASSERT_EQ(0, p[100]);
+	ASSERT_EQ(0, p[5099]);
+	ASSERT_EQ('x', p[5100]);
+	ASSERT_EQ(1024, st(_metadata, fd).pages);
+	/* madvise(MADV_REMOVE) punches through the mapping. */
+	ASSERT_EQ(0, madvise(p + 3 * MiB, 1 * MiB, MADV_REMOVE));
+	ASSERT_EQ(768, st(_metadata, fd).pages);
+	ASSERT_EQ(0, p[3 * MiB]);
+	ASSERT_EQ(0, p[4 * MiB - 1]);
+	munmap(p, 4 * MiB);
+	/* Unmapped, eviction frees the tables too. */
+	ASSERT_EQ(0, morsel_evict(fd, 0, 4 * MiB));
+	ASSERT_EQ(0, st(_metadata, fd).pages);
+	ASSERT_EQ(0, st(_metadata, fd).tables[0]);
+	ASSERT_EQ(1, st(_metadata, fd).tables[1]);
+	close(fd);
+	/* Order 0 while mapped: the page is zeroed (it is the mount itself). */
+	fd = fresh(mpath("ev0"), 4096);
+	ASSERT_LE(0, fd);
+	p = map(_metadata, fd, 4096, PROT_READ | PROT_WRITE);
+	p[0] = 1;
+	ASSERT_EQ(0, morsel_evict(fd, 0, 4096));
+	ASSERT_EQ(0, p[0]);
+	munmap(p, 4096);
+	ASSERT_EQ(0, morsel_evict(fd, 0, 4096));
+	ASSERT_EQ(0, st(_metadata, fd).pages);
+	close(fd);
+	unlink(mpath("ev"));
+	unlink(mpath("ev0"));
+}
+
+struct stress { char *p; uint64_t len; int pipe[2]; volatile int stop; };
+
+static void *stress_write(void *arg)
+{
+	struct stress *x = arg;
+	uint64_t off;
+
+	while (!x->stop)
+		for (off = 0; off < x->len; off += PG)
+			((volatile char *)x->p)[off + 7] = 'a';
+	return NULL;
+}
+
+/* A failed pin ends the test process with status 5 (a failure). */
+static void *stress_pin(void *arg)
+{
+	struct stress *x = arg;
+	uint64_t off = 0;
+	char buf[PG];
+	struct iovec v;
+
+	while (!x->stop) {
+		v.iov_base = x->p + off;
+		v.iov_len = PG;
+		if (vmsplice(x->pipe[1], &v, 1, 0) != (ssize_t)PG ||
+		    read(x->pipe[0], buf, PG) != (ssize_t)PG)
+			_exit(5);
+		off = (off + 17 * PG) % x->len;
+	}
+	return NULL;
+}
+
+/* 300 evictions of 4 MiB while two threads rewrite every page. */
+TEST_F_TIMEOUT(slow, evict_races_faults_and_pins, 300)
+{
+	long p0 = counter(_metadata, "pages"), t0 = counter(_metadata, "tables");
+	int fd = fresh(mpath("stress"), 4 * MiB), i;
+	struct stress x = { .len = 4 * MiB };
+	pthread_t th[3];
+	uint64_t off;
+
+	ASSERT_LE(0, fd);
+	x.p = map(_metadata, fd, 4 * MiB, PROT_READ | PROT_WRITE);
+	ASSERT_EQ(0, pipe(x.pipe));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, pthread_create(&th[i], NULL,
+					    i < 2 ? stress_write : stress_pin, &x));
+	}
+	for (i = 0; i < 300; i++) {
+		ASSERT_EQ(0, morsel_evict(fd, 0, 4 * MiB));
+	}
+	x.stop = 1;
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	/* Every byte is one the program wrote or a zero: nothing stale. */
+	for (off = 0; off < 4 * MiB; off++) {
+		if (x.p[off] && !(x.p[off] == 'a' && off % PG == 7)) {
+			ASSERT_TRUE(false) TH_LOG("byte %llu is 0x%x",
+						  (unsigned long long)off, x.p[off]);
+		}
+	}
+	ASSERT_EQ(counter(_metadata, "pages") - p0, st(_metadata, fd).pages);
+	munmap(x.p, 4 * MiB);
+	close(fd);
+	unlink(mpath("stress"));
+	ASSERT_EQ(p0, counter(_metadata, "pages"));
+	ASSERT_EQ(t0, counter(_metadata, "tables"));
+}
+
+/* ---- fixed addresses ---- */
+
+struct node { struct node *next; uint64_t val; };
+
+/*
+ * For in_child(): build a list in the bound morsel "bind" (@arg is the
+ * test's _metadata, so that a failed ASSERT_* aborts the child).
+ */
+static void build_list(volatile char *arg)
+{
+	struct __test_metadata *_metadata = (struct __test_metadata *)arg;
+	int fd = morsel_open(mpath("bind"), O_RDWR);
+	struct node *n, *prev = NULL;
+	char *p;
+	int i;
+
+	ASSERT_LE(0, fd);
+	p = map(_metadata, fd, 2 * MiB, PROT_READ | PROT_WRITE);
+	ASSERT_EQ(BIND_ADDR, (uint64_t)(uintptr_t)p);
+	for (i = 999; i >= 0; i--) {
+		n = (struct node *)(p + ((uint64_t)i * 2056) % (2 * MiB - 64));
+		n->val = (uint64_t)i * 7;
+		n->next = prev;
+		prev = n;
+	}
+	*(struct node **)(p + 2 * MiB - 8) = prev;	/* the head */
+}
+
+/* For in_child(): walk the list build_list() left (@arg: _metadata). */
+static void walk_list(volatile char *arg)
+{
+	struct __test_metadata *_metadata = (struct __test_metadata *)arg;
+	int fd = morsel_open(mpath("bind"), O_RDONLY);
+	struct node *n;
+	char *p;
+	uint64_t i = 0;
+
+	ASSERT_LE(0, fd);
+	p = map(_metadata, fd, 2 * MiB, PROT_READ);
+	ASSERT_EQ(BIND_ADDR, (uint64_t)(uintptr_t)p);
+	for (n = *(struct node **)(p + 2 * MiB - 8); n; n = n->next, i++) {
+		ASSERT_EQ(i * 7, n->val);
+	}
+	ASSERT_EQ(1000, i);
+}
+
+TEST(bind_fixed_address)
+{
+	int fd = fresh(mpath("bind"), 2 * MiB), fd2;
+	char *p, *a;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_bind(fd, BIND_ADDR));
+	ASSERT_EQ(BIND_ADDR, st(_metadata, fd).bound);
+	ASSERT_EQ(0, morsel_bind(fd, BIND_ADDR));		/* same: no-op */
+	ASSERT_EQ(-EBUSY, morsel_bind(fd, BIND_ADDR + 2 * MiB));
+	/* Pointers stored inside are valid in another process. */
+	ASSERT_EQ(0, in_child(build_list, (volatile char *)_metadata));
+	ASSERT_EQ(0, in_child(walk_list, (volatile char *)_metadata));
+	/* Every mapping lands there; a second one in the same mm conflicts. */
+	p = map(_metadata, fd, 2 * MiB, PROT_READ);
+	ASSERT_EQ(BIND_ADDR, (uint64_t)(uintptr_t)p);
+	ASSERT_ERRNO(EEXIST, mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0));
+	ASSERT_ERRNO(EINVAL, mmap((void *)(uintptr_t)(BIND_ADDR + 4 * MiB), 2 * MiB,
+				  PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0));
+	ASSERT_EQ(BIND_ADDR, (uint64_t)(uintptr_t)mmap(p, 2 * MiB, PROT_READ,
+						       MAP_SHARED | MAP_FIXED, fd, 0));
+	ASSERT_EQ(0, morsel_bind(fd, BIND_ADDR));
+	ASSERT_EQ(0, munmap(p, 2 * MiB));
+	/* Something else at the address: EEXIST, nothing replaced. */
+	a = mmap((void *)(uintptr_t)BIND_ADDR, PG, PROT_READ,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ(BIND_ADDR, (uint64_t)(uintptr_t)a);
+	ASSERT_ERRNO(EEXIST, mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0));
+	ASSERT_EQ(PG, vma_len(_metadata, a));
+	munmap(a, PG);
+	/* A new order must keep the address aligned. */
+	fd2 = fresh(mpath("bind2"), 2 * MiB);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, morsel_bind(fd2, BIND_ADDR + 2 * MiB));
+	ASSERT_ERRNO(EBUSY, ftruncate(fd2, 1 * GiB));
+	ASSERT_EQ(0, ftruncate(fd2, 1 * MiB));
+	ASSERT_ERRNO(EBUSY, pwrite(fd2, "x", 1, 1 * GiB));
+	ASSERT_EQ(0, ftruncate(fd, 1 * GiB));	/* BIND_ADDR is 1 GiB aligned */
+	ASSERT_EQ(BIND_ADDR, st(_metadata, fd).bound);
+	close(fd2);
+	close(fd);
+	unlink(mpath("bind"));
+	unlink(mpath("bind2"));
+}
+
+static int bind_ioctl(int fd, uint64_t addr, uint64_t flags, unsigned int res,
+		      uint64_t resval)
+{
+	struct morsel_bind b;
+
+	memset(&b, 0, sizeof(b));
+	b.addr = addr;
+	b.flags = flags;
+	b.reserved[res] = resval;
+	return ioctl(fd, MORSEL_IOC_BIND, &b);
+}
+
+TEST(bind_bad_input)
+{
+	int fd = fresh(mpath("bb"), 2 * MiB), rfd;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EINVAL, bind_ioctl(fd, 0, 0, 0, 0));
+	ASSERT_ERRNO(EINVAL, bind_ioctl(fd, BIND_ADDR + PG, 0, 0, 0));
+	ASSERT_ERRNO(EINVAL, bind_ioctl(fd, 1ULL << 57, 0, 0, 0));
+	ASSERT_ERRNO(EINVAL, bind_ioctl(fd, ~0ULL & ~(2 * MiB - 1), 0, 0, 0));
+	if (!five_level(_metadata)) {
+		ASSERT_ERRNO(EINVAL, bind_ioctl(fd, 1ULL << 47, 0, 0, 0));
+	}
+	ASSERT_ERRNO(EINVAL, bind_ioctl(fd, BIND_ADDR, 1, 0, 0));
+	ASSERT_ERRNO(EINVAL, bind_ioctl(fd, BIND_ADDR, 0, 5, 1));
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_BIND, (void *)16));
+	rfd = morsel_open(mpath("bb"), O_RDONLY);
+	ASSERT_ERRNO(EBADF, bind_ioctl(rfd, BIND_ADDR, 0, 0, 0));
+	p = map(_metadata, fd, 2 * MiB, PROT_READ);
+	ASSERT_ERRNO(EBUSY, bind_ioctl(fd, BIND_ADDR, 0, 0, 0));
+	munmap(p, 2 * MiB);
+	ASSERT_EQ(0, st(_metadata, fd).bound);
+	close(rfd);
+	close(fd);
+	unlink(mpath("bb"));
+}
+
+/* ---- mappings and their rights ---- */
+
+/* The entry of @m (@n entries) for @addr in process @pid, which must exist. */
+static const struct morsel_mapping *find_map(struct __test_metadata *_metadata,
+					     const struct morsel_mapping *m,
+					     int n, void *addr, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (m[i].addr == (uintptr_t)addr && m[i].pid == (uint64_t)pid)
+			return &m[i];
+	ASSERT_TRUE(false) TH_LOG("no mapping at %p in %d", addr, pid);
+	return NULL;
+}
+
+TEST(mappings_report_rights)
+{
+	int fd = fresh(mpath("maps"), 2 * MiB), ready[2], go[2], n;
+	char *rw, *ro, *rx = NULL, c, cmd[512], out[2048], want[64];
+	struct morsel_mapping m[8];
+	struct morsel_mappings req;
+	const struct morsel_mapping *e;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	rw = map(_metadata, fd, 2 * MiB, PROT_READ | PROT_WRITE);
+	ro = map(_metadata, fd, 2 * MiB, PROT_READ);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	if (pid == 0) {
+		munmap(rw, 2 * MiB);
+		munmap(ro, 2 * MiB);
+		rx = mmap(NULL, 2 * MiB, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+		ASSERT_NE(MAP_FAILED, rx);
+		ASSERT_EQ(sizeof(rx), write(ready[1], &rx, sizeof(rx)));
+		ASSERT_EQ(1, read(go[0], &c, 1));
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(rx), read(ready[0], &rx, sizeof(rx)));
+	n = morsel_mappings(fd, m, 8);
+	ASSERT_EQ(3, n);
+	ASSERT_EQ(3, st(_metadata, fd).mappings);
+	e = find_map(_metadata, m, n, rw, getpid());
+	ASSERT_EQ(MORSEL_PROT_READ | MORSEL_PROT_WRITE, e->prot);
+	ASSERT_EQ(getpid(), e->pid);
+	ASSERT_EQ(MORSEL_MAPPING_MOUNTED, e->flags);
+	e = find_map(_metadata, m, n, ro, getpid());
+	ASSERT_EQ(MORSEL_PROT_READ, e->prot);
+	e = find_map(_metadata, m, n, rx, pid);
+	ASSERT_EQ(MORSEL_PROT_READ | MORSEL_PROT_EXEC, e->prot);
+	ASSERT_EQ(pid, e->pid);
+	ASSERT_EQ(3, morsel_mappings(fd, NULL, 0));	/* just count */
+	ASSERT_EQ(3, morsel_mappings(fd, m, 1));
+	ASSERT_EQ(-EFAULT, morsel_mappings(fd, (void *)16, 2));
+	snprintf(cmd, sizeof(cmd), "tools/morsel stat %s", mpath("maps"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "mappings: 3\n")) TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "pid %-7d 0x%012lx r-x mounted", pid,
+		 (unsigned long)rx);
+	ASSERT_NE(NULL, strstr(out, want)) TH_LOG("no \"%s\" in %s", want, out);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	wait_child_ok(_metadata, pid);
+	ASSERT_EQ(2, morsel_mappings(fd, m, 8));
+	memset(&req, 0, sizeof(req));
+	req.flags = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MAPPINGS, &req));
+	req.flags = 0;
+	req.reserved[3] = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MAPPINGS, &req));
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_MAPPINGS, (void *)16));
+	munmap(rw, 2 * MiB);
+	munmap(ro, 2 * MiB);
+	ASSERT_EQ(0, morsel_mappings(fd, m, 8));
+	close(fd);
+	unlink(mpath("maps"));
+}
+
+TEST(cli_populate_evict_bind)
+{
+	char cmd[512], out[2048];
+	int fd = fresh(mpath("clipe"), 4 * MiB);
+
+	ASSERT_LE(0, fd);
+	snprintf(cmd, sizeof(cmd), "tools/morsel populate %s 1M 2M", mpath("clipe"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_EQ(512, st(_metadata, fd).pages);
+	snprintf(cmd, sizeof(cmd), "tools/morsel evict %s 1M 1M", mpath("clipe"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_EQ(256, st(_metadata, fd).pages);
+	snprintf(cmd, sizeof(cmd), "tools/morsel evict %s 1M 100 2>&1",
+		 mpath("clipe"));
+	ASSERT_NE(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "Invalid argument")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel bind %s 0x600000000000 && "
+		 "tools/morsel stat %s", mpath("clipe"), mpath("clipe"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "bound:    0x600000000000\n")) TH_LOG("%s", out);
+	close(fd);
+	unlink(mpath("clipe"));
+}
+
+TEST_HARNESS_MAIN
