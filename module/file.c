@@ -217,9 +217,10 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
 
 /*
  * The mount entry can take away write and execute, never read: a mapping
- * that may not read (PROT_NONE, PROT_EXEC alone, or a protection key,
- * which morsel leaves cannot carry) is refused.  x86 cannot map a page
- * write-only, so PROT_WRITE reads as on any file.
+ * that may execute without reading (PROT_EXEC alone) or has a protection
+ * key, which morsel leaves cannot carry, is refused.  A PROT_NONE mapping
+ * is never mounted (mount.c) until mprotect gives it rights.  x86 cannot
+ * map a page write-only, so PROT_WRITE reads as on any file.
  */
 static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -229,13 +230,10 @@ static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 		file_accessed(file);
 		return 0;
 	}
-	if (!(vma->vm_flags & (VM_READ | VM_WRITE)) || vma_pkey(vma))
+	if (((vma->vm_flags & VM_EXEC) && !(vma->vm_flags & (VM_READ | VM_WRITE))) ||
+	    vma_pkey(vma))
 		return -EACCES;
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
-	if (!(vma->vm_flags & VM_WRITE))
-		vm_flags_clear(vma, VM_MAYWRITE);
-	if (!(vma->vm_flags & VM_EXEC))
-		vm_flags_clear(vma, VM_MAYEXEC);
 	return morsel_map_vma(file_morsel(file), vma);
 }
 
@@ -524,6 +522,18 @@ static loff_t morsel_llseek(struct file *file, loff_t offset, int whence)
 	return pos < 0 ? pos : vfs_setpos(file, pos, MAX_LFS_FILESIZE);
 }
 
+/*
+ * O_DIRECT is accepted and changes nothing, as on tmpfs: reads and writes
+ * copy to and from the morsel's pages, which are the file (there is no
+ * cache to skip).  Programs that open their files so, databases among
+ * them, work unchanged.
+ */
+static int morsel_file_open(struct inode *inode, struct file *file)
+{
+	file->f_mode |= FMODE_CAN_ODIRECT;
+	return generic_file_open(inode, file);
+}
+
 static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	return morsel_writeback_inode(file_inode(file), start, (u64)end + 1);
@@ -531,6 +541,7 @@ static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasyn
 
 const struct file_operations morsel_fops = {
 	.owner = THIS_MODULE,
+	.open = morsel_file_open,
 	.llseek = morsel_llseek,
 	.read_iter = morsel_read_iter,
 	.write_iter = morsel_write_iter,

@@ -39,7 +39,8 @@
  * VMA flags VM_PFNMAP|VM_IO|VM_DONTEXPAND|VM_DONTDUMP make madvise
  * (DONTNEED, FREE, COLD, PAGEOUT), page walkers (smaps, clear_refs,
  * pagemap), NUMA balancing, khugepaged, mlock and KSM skip or refuse the
- * VMA; ->may_split and ->mprotect refuse splits and protection changes.
+ * VMA; ->may_split refuses splits, so ->mprotect takes only a whole
+ * mapping: it unmounts, and the next fault mounts with the new rights.
  *
  * - Secondary MMUs (KVM, ...): munmap, exit and mremap are bracketed by
  *   the generic code's own mmu notifier calls (MMU_NOTIFY_UNMAP around
@@ -73,6 +74,7 @@
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/pgtable.h>
+#include <linux/pkeys.h>
 #include <linux/slab.h>
 #include <asm/tlbflush.h>
 
@@ -317,7 +319,8 @@ static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
  * Called by ->mmap with mmap_lock held for writing; the VMA is not yet in
  * the mm's tree, but mmap_region() no longer fails after ->mmap succeeds,
  * and unmap_region() (which calls ->pgtable_unmount) undoes it if it did.
- * A failed mount is not an error: the first fault retries it.  An empty
+ * A failed mount is not an error: the first fault retries it.  A PROT_NONE
+ * VMA is not mounted (no entry can take away read).  An empty
  * file is not mounted: for order 0 the mount entry is the page itself, and
  * a page that a failed write left (file.c: trim_past_size can only zero it
  * while the morsel is mapped) must not be reachable past the size without
@@ -334,7 +337,8 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 	if (err)
 		return err;
 	vma->vm_ops = &morsel_vm_ops;
-	if (i_size_read(file_inode(vma->vm_file)))
+	if (i_size_read(file_inode(vma->vm_file)) &&
+	    (vma->vm_flags & (VM_READ | VM_WRITE)))
 		mount(vma);
 	return 0;
 }
@@ -376,6 +380,12 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	int err;
 
 	if (off >= PAGE_ALIGN(i_size_read(file_inode(vma->vm_file))))
+		return VM_FAULT_SIGBUS;
+	/*
+	 * A mount reads at least: never for a VMA that may not (mprotect to
+	 * PROT_NONE; only a forced GUP, e.g. ptrace, gets this far).
+	 */
+	if (!(vma->vm_flags & (VM_READ | VM_WRITE)))
 		return VM_FAULT_SIGBUS;
 	page = morsel_populate(m, off);
 	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
@@ -500,10 +510,34 @@ static int morsel_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
 	return -EINVAL;
 }
 
+/*
+ * mprotect of a whole mapping.  The rights live in the mount entry, so the
+ * entry goes, as at munmap: the next access mounts again with the flags
+ * mprotect_fixup() sets after this returns (vma_mount_entry), and
+ * change_protection() then finds an empty entry instead of walking below
+ * the mount and changing the morsel's own entries for every mapper.  The
+ * VMA is write-locked first, so no fault under the VMA lock mounts it
+ * again with the old rights meanwhile (faults and GUP under mmap_lock wait
+ * for mprotect anyway); secondary MMUs drop their copies as at eviction.
+ * PROT_NONE leaves it unmounted (faults and GUP refuse the VMA; a forced
+ * GUP gets nothing: morsel_pgtable_fault).  Refused (-EACCES) as at mmap:
+ * rights an entry cannot express (execute without read, a protection key),
+ * and a part of a mapping, which would need rights of its own below the
+ * one entry that mounts the whole extent.
+ */
 static int morsel_vm_mprotect(struct vm_area_struct *vma, unsigned long start,
 			      unsigned long end, unsigned long newflags)
 {
-	return newflags == vma->vm_flags ? 0 : -EACCES;
+	if (newflags == vma->vm_flags)
+		return 0;
+	if (start != vma->vm_start || end != vma->vm_end ||
+	    (newflags & ARCH_VM_PKEY_FLAGS) ||
+	    ((newflags & VM_EXEC) && !(newflags & (VM_READ | VM_WRITE))))
+		return -EACCES;
+	vma_start_write(vma);
+	morsel_pgtable_unmount(vma, vma->vm_start, vma->vm_end);
+	mmu_notifier_invalidate_cleared(vma->vm_mm, vma->vm_start, vma->vm_end);
+	return 0;
 }
 
 const struct vm_operations_struct morsel_vm_ops = {

@@ -547,6 +547,28 @@ TEST_F_TIMEOUT(kvm, readonly_read_then_write_refused, 300)
 	readonly_write(_metadata, self, variant, true);
 }
 
+/*
+ * mprotect of the whole mapping to PROT_READ after the guest wrote through
+ * it (KVM holds a writable copy of the entry): the next guest write must
+ * not complete, and the file keeps the first one (the memfd variant is the
+ * control: the same as for any file).
+ */
+TEST_F_TIMEOUT(kvm, mprotect_read_only_reaches_the_vcpu, 300)
+{
+	struct step s;
+	bool done;
+
+	attach(_metadata, self, variant, true);
+	ASSERT_EQ('W', GUEST(CMD_WRITE, 'W'));
+	ASSERT_EQ(0, mprotect(self->map, self->map_len, PROT_READ));
+	done = guest_cmd(self, CMD_WRITE, 'X', &s);
+	TH_LOG("guest write after mprotect(PROT_READ): %s; pread %#x",
+	       done ? "COMPLETED" : s.what, file_byte(self));
+	EXPECT_FALSE(done);
+	EXPECT_EQ('W', file_byte(self));
+	EXPECT_EQ('W', self->map[0]);
+}
+
 enum evict_how { EVICT_IOCTL, EVICT_PUNCH_HOLE, EVICT_MADV_REMOVE };
 static const char *const evict_name[] = {
 	"MORSEL_IOC_EVICT", "fallocate(PUNCH_HOLE)", "madvise(MADV_REMOVE)",

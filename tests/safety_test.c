@@ -62,18 +62,41 @@ static uint64_t mount_entry(int probe, void *addr, unsigned int order)
 	return e.entry[4 - order];
 }
 
-/* ---- M2: a mapping that may not read is refused ---- */
+/* ---- M2: a mapping that may not read never reads ---- */
 
-TEST(map_without_read_refused)
+static void write_byte(volatile char *p)
 {
-	int fd = fresh(mpath("noread"), 2 * MiB);
-	char *p;
+	*p = 'X';
+}
 
+/* A read of @p through /proc/self/mem (a forced GUP, as ptrace's). */
+static ssize_t forced_read(void *p, char *buf, size_t len)
+{
+	int fd = open("/proc/self/mem", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -2;
+	n = pread(fd, buf, len, (off_t)(uintptr_t)p);
+	close(fd);
+	return n;
+}
+
+/*
+ * The mount entry cannot take away read: PROT_EXEC alone is refused
+ * (EACCES), a PROT_NONE mapping is never mounted (no entry, accesses
+ * SIGSEGV, a forced read such as ptrace's gets nothing), and PROT_WRITE
+ * reads, since x86 has no write-only pages.
+ */
+TEST(map_without_read_cannot_read)
+{
+	int probe = probe_open(), fd = fresh(mpath("noread"), 2 * MiB);
+	unsigned int order;
+	char buf[8], *p;
+
+	ASSERT_LE(0, probe);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(6, pwrite(fd, "secret", 6, 0));
-	errno = 0;
-	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * MiB, PROT_NONE, MAP_SHARED, fd, 0));
-	EXPECT_EQ(EACCES, errno);
 	errno = 0;
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * MiB, PROT_EXEC, MAP_SHARED, fd, 0));
 	EXPECT_EQ(EACCES, errno);
@@ -82,15 +105,26 @@ TEST(map_without_read_refused)
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(0, memcmp(p, "secret", 6));
 	EXPECT_EQ(0, munmap(p, 2 * MiB));
-	/* Order 0 too: its mount entry is the leaf. */
 	close(fd);
-	fd = fresh(mpath("noread0"), 4 * KiB);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(6, pwrite(fd, "secret", 6, 0));
-	errno = 0;
-	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_NONE, MAP_SHARED, fd, 0));
-	EXPECT_EQ(EACCES, errno);
-	close(fd);
+	/* PROT_NONE, order 0 (the mount entry is the leaf) and 1. */
+	for (order = 0; order < 2; order++) {
+		fd = fresh(mpath("noread"), order_size[order]);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(6, pwrite(fd, "secret", 6, 0));
+		p = mmap(NULL, order_size[order], PROT_NONE, MAP_SHARED, fd, 0);
+		ASSERT_NE(MAP_FAILED, p);
+		EXPECT_EQ(0, mount_entry(probe, p, order));
+		EXPECT_EQ(SIGSEGV, in_child(read_byte, p));
+		EXPECT_GT(0, forced_read(p, buf, 6));
+		EXPECT_EQ(0, mount_entry(probe, p, order));
+		/* mprotect gives it rights; the next access mounts. */
+		ASSERT_EQ(0, mprotect(p, order_size[order], PROT_READ));
+		EXPECT_EQ(0, memcmp(p, "secret", 6));
+		EXPECT_NE(0, mount_entry(probe, p, order));
+		EXPECT_EQ(0, munmap(p, order_size[order]));
+		close(fd);
+	}
+	close(probe);
 }
 
 /* ---- C3: read-only mount entries carry exactly the VMA's rights ---- */
@@ -206,6 +240,89 @@ TEST(evict_invalidates_secondary_mmus)
 	EXPECT_LT(before.starts, after.starts);
 	EXPECT_EQ(0, munmap(p, 2 * MiB));
 	close(fd);
+	close(probe);
+}
+
+/* ---- mprotect: the mount entry's rights change ---- */
+
+/*
+ * mprotect of a whole mounted mapping changes its mount entry's rights
+ * (the next access mounts again) and nobody else's: another process's
+ * writable mapping keeps writing, and an mmu notifier sees the change
+ * (KVM and other secondary MMUs drop their copies).  PROT_NONE unmounts
+ * it for good, until rights come back.  A part of a mapping, execute
+ * without read, or no change of the file's open mode (a read-only open)
+ * stay refused: EACCES.  Orders 0, 1 and 2.
+ */
+TEST(mprotect_whole_mapping)
+{
+	int probe = probe_open();
+	unsigned int order;
+
+	ASSERT_LE(0, probe);
+	for (order = 0; order < 3; order++) {
+		int fd = fresh(mpath("mprot"), order_size[order]);
+		int ro = open(mpath("mprot"), O_RDONLY);
+		uint64_t len = order_size[order], e;
+		struct probe_notifier before, after;
+		char *p, *q, buf[2];
+
+		ASSERT_LE(0, fd);
+		ASSERT_LE(0, ro);
+		ASSERT_EQ(1, pwrite(fd, "a", 1, len - 1));
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		ASSERT_NE(MAP_FAILED, p);
+		ASSERT_NE(MAP_FAILED, q);
+		p[0] = 'p';
+		q[len - 1] = 'q';
+		e = mount_entry(probe, p, order);
+		EXPECT_TRUE(e & E_RW);
+		notifier_seen(probe, &before);
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+		notifier_seen(probe, &after);
+		TH_LOG("order %u: notifier starts %llu -> %llu", order,
+		       (unsigned long long)before.starts,
+		       (unsigned long long)after.starts);
+		EXPECT_LT(before.starts, after.starts);
+		EXPECT_EQ(0, mount_entry(probe, p, order));
+		EXPECT_EQ('q', p[len - 1]);		/* mounts again */
+		e = mount_entry(probe, p, order);
+		EXPECT_TRUE(e & E_PRESENT);
+		EXPECT_FALSE(e & E_RW);
+		EXPECT_EQ(SIGSEGV, in_child(write_byte, p));
+		q[0] = 'Q';				/* the other one writes */
+		EXPECT_EQ('Q', p[0]);
+		EXPECT_TRUE(mount_entry(probe, q, order) & E_RW);
+		/* No rights: unmounted, and a forced read gets nothing. */
+		ASSERT_EQ(0, mprotect(p, len, PROT_NONE));
+		EXPECT_EQ(0, mount_entry(probe, p, order));
+		EXPECT_EQ(SIGSEGV, in_child(read_byte, p));
+		EXPECT_GT(0, forced_read(p, buf, 1));
+		EXPECT_EQ(0, mount_entry(probe, p, order));
+		/* Refused, nothing changed. */
+		if (len > PG)
+			ASSERT_ERRNO(EACCES, mprotect(p, PG, PROT_READ));
+		ASSERT_ERRNO(EACCES, mprotect(p, len, PROT_EXEC));
+		EXPECT_EQ(SIGSEGV, in_child(read_byte, p));
+		/* Back to writing, executable too. */
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ | PROT_WRITE | PROT_EXEC));
+		p[1] = 'w';
+		EXPECT_EQ('w', q[1]);
+		e = mount_entry(probe, p, order);
+		EXPECT_TRUE(e & E_RW);
+		EXPECT_FALSE(e & E_NX);
+		EXPECT_EQ(0, munmap(p, len));
+		EXPECT_EQ(0, munmap(q, len));
+		/* A read-only open never gets write, as for any file. */
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, ro, 0);
+		ASSERT_NE(MAP_FAILED, p);
+		ASSERT_ERRNO(EACCES, mprotect(p, len, PROT_READ | PROT_WRITE));
+		EXPECT_EQ(SIGSEGV, in_child(write_byte, p));
+		EXPECT_EQ(0, munmap(p, len));
+		close(ro);
+		close(fd);
+	}
 	close(probe);
 }
 
