@@ -2055,13 +2055,13 @@ TEST(secure_execution_ignores_the_environment)
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; rm -rf /tmp/preload_test_etc; mkdir /tmp/preload_test_etc; "
 		 "cp /etc/ld.so.cache /tmp/preload_test_etc/; "
-		 "cp '%s' /tmp/preload_test_etc/shim.so; chmod 0644 /tmp/preload_test_etc/shim.so; "
+		 "cp '%s' /tmp/preload_test_etc/libmorsel-preload.so; chmod 0644 /tmp/preload_test_etc/libmorsel-preload.so; "
 		 "cp /proc/%d/exe %s; chown 65534 %s; chmod 4755 %s",
 		 getenv("LD_PRELOAD"), getpid(), suid, suid, suid);
 	ASSERT_EQ(0, system(cmd));
 	fd = open("/tmp/preload_test_etc/ld.so.preload", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	ASSERT_LE(0, fd);
-	snprintf(line, sizeof(line), "/tmp/preload_test_etc/shim.so\n");
+	snprintf(line, sizeof(line), "/tmp/preload_test_etc/libmorsel-preload.so\n");
 	ASSERT_EQ((ssize_t)strlen(line), write(fd, line, strlen(line)));
 	close(fd);
 	ASSERT_EQ(0, mount("/tmp/preload_test_etc", "/etc", NULL, MS_BIND, NULL));
