@@ -361,8 +361,9 @@ class Morsel:
         free (rounded up to the extent), or with *fixed* the exact address
         (``OSError(EEXIST)`` if taken).  A bound morsel always maps at its
         address.  *prot*: :data:`READ`, ``READ | WRITE``, optionally
-        ``| EXEC``; without READ ``OSError(EACCES)``, WRITE on a read-only
-        descriptor ``OSError(EACCES)``.
+        ``| EXEC``, or 0 (no access until ``mprotect``); EXEC alone
+        ``OSError(EACCES)``, WRITE on a read-only descriptor
+        ``OSError(EACCES)``.
         """
         fd = self.fileno()
         if fixed and addr is None:
