@@ -37,7 +37,6 @@
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
-#include <linux/pkeys.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/splice.h>
@@ -230,8 +229,7 @@ static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 		file_accessed(file);
 		return 0;
 	}
-	if (((vma->vm_flags & VM_EXEC) && !(vma->vm_flags & (VM_READ | VM_WRITE))) ||
-	    vma_pkey(vma))
+	if (!morsel_rights_expressible(vma->vm_flags))
 		return -EACCES;
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	return morsel_map_vma(file_morsel(file), vma);

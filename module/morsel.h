@@ -21,6 +21,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/mm.h>
+#include <linux/pkeys.h>
 #include <uapi/linux/morsel.h>
 
 #include "pm_format.h"
@@ -175,6 +176,23 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma);
 bool morsel_order0_mapped(struct morsel *m);
 void morsel_flush_mappers(struct morsel *m, u64 start, u64 end);
 bool morsel_top_level_mount(unsigned int order);
+
+/*
+ * What a mount entry can express (mount.c): it reads whenever it exists,
+ * so a VMA mounts only if it may read or write (x86 has no write-only
+ * pages), and rights it cannot take away (execute without read, a
+ * protection key, which the leaves cannot carry) are refused.
+ */
+static inline bool morsel_vma_mounts(unsigned long flags)
+{
+	return flags & (VM_READ | VM_WRITE);
+}
+
+static inline bool morsel_rights_expressible(unsigned long flags)
+{
+	return !(flags & ARCH_VM_PKEY_FLAGS) &&
+	       (morsel_vma_mounts(flags) || !(flags & VM_EXEC));
+}
 
 /* file.c */
 extern const struct file_operations morsel_fops;

@@ -74,7 +74,6 @@
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/pgtable.h>
-#include <linux/pkeys.h>
 #include <linux/slab.h>
 #include <asm/tlbflush.h>
 
@@ -338,7 +337,7 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 		return err;
 	vma->vm_ops = &morsel_vm_ops;
 	if (i_size_read(file_inode(vma->vm_file)) &&
-	    (vma->vm_flags & (VM_READ | VM_WRITE)))
+	    morsel_vma_mounts(vma->vm_flags))
 		mount(vma);
 	return 0;
 }
@@ -385,7 +384,7 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	 * A mount reads at least: never for a VMA that may not (mprotect to
 	 * PROT_NONE; only a forced GUP, e.g. ptrace, gets this far).
 	 */
-	if (!(vma->vm_flags & (VM_READ | VM_WRITE)))
+	if (!morsel_vma_mounts(vma->vm_flags))
 		return VM_FAULT_SIGBUS;
 	page = morsel_populate(m, off);
 	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
@@ -531,8 +530,7 @@ static int morsel_vm_mprotect(struct vm_area_struct *vma, unsigned long start,
 	if (newflags == vma->vm_flags)
 		return 0;
 	if (start != vma->vm_start || end != vma->vm_end ||
-	    (newflags & ARCH_VM_PKEY_FLAGS) ||
-	    ((newflags & VM_EXEC) && !(newflags & (VM_READ | VM_WRITE))))
+	    !morsel_rights_expressible(newflags))
 		return -EACCES;
 	vma_start_write(vma);
 	morsel_pgtable_unmount(vma, vma->vm_start, vma->vm_end);
