@@ -54,10 +54,27 @@
 
 static DEFINE_XARRAY_ALLOC1(morsel_ids);
 
-/* Give @m an id (morsel_alloc).  Return: 0 or -ENOMEM/-EBUSY. */
+/*
+ * Give @m an id before its first page is owned (tree.c: population and
+ * adopting a device's tree), not at creation: creating and destroying a
+ * morsel that never holds a page do not touch @morsel_ids.  Lock-free
+ * like population: of two racing callers, one id wins and the other is
+ * erased again.  A morsel without a file (pm.c's bad-page list) has none.
+ * Return: 0 or -ENOMEM/-EBUSY.
+ */
 int morsel_memerr_add(struct morsel *m)
 {
-	return xa_alloc(&morsel_ids, &m->id, m->inode, xa_limit_32b, GFP_KERNEL);
+	u32 id;
+	int err;
+
+	if (READ_ONCE(m->id) || !m->inode)
+		return 0;
+	err = xa_alloc(&morsel_ids, &id, m->inode, xa_limit_32b, GFP_KERNEL);
+	if (err)
+		return err;
+	if (cmpxchg(&m->id, 0, id))
+		xa_erase(&morsel_ids, id);
+	return 0;
 }
 
 /* @m is being freed: no failure can find it from here on. */

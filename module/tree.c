@@ -362,6 +362,7 @@ struct page *morsel_populate(struct morsel *m, u64 off)
 	mentry_t *slot, e;
 	struct page *page;
 	bool lost;
+	int err;
 
 again:
 	slot = walk(m, off, true, NULL, &e);
@@ -371,6 +372,9 @@ again:
 		return ERR_PTR(-EHWPOISON);
 	if (e)
 		return entry_page(e);
+	err = morsel_memerr_add(m);
+	if (err)
+		return ERR_PTR(err);
 	if (!morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
 	page = page_alloc(m);
@@ -413,6 +417,9 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 		err = PTR_ERR_OR_ZERO(morsel_populate(m, start));
 		return err == -EHWPOISON ? 0 : err;
 	}
+	err = morsel_memerr_add(m);
+	if (err)
+		return err;
 	pages = kmalloc_array(PTRS_PER_PTE, sizeof(*pages), GFP_KERNEL);
 	if (!pages)
 		return -ENOMEM;
@@ -671,6 +678,8 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 		     i < div64_u64(end + child - 1, child); i++) {
 			u64 base = (u64)i * child;
 
+			if (!READ_ONCE(table[i]))
+				continue;	/* no call per hole */
 			free_level(m, &table[i], level - 1,
 				   max(start, base) - base,
 				   min(end, base + child) - base);
@@ -974,10 +983,6 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode)
 	mutex_init(&m->lock);
 	seqcount_mutex_init(&m->seq, &m->lock);
 	INIT_LIST_HEAD(&m->maps);
-	if (inode && morsel_memerr_add(m)) {
-		kfree(m);
-		return NULL;
-	}
 	atomic_long_inc(&morsel_stat_morsels);
 	return m;
 }
@@ -1029,6 +1034,10 @@ static int adopt(struct morsel *m, mentry_t e, int level, u64 off)
 
 int morsel_adopt_tree(struct morsel *m)
 {
+	int err = morsel_memerr_add(m);
+
+	if (err)
+		return err;
 	return adopt(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order, 0);
 }
 
