@@ -472,11 +472,32 @@ static void bench_largefile(void)
 
 /* ---- 5. creation and destruction (memory right after creation) ---- */
 
+static void anon_create(const char *variant, int dir, int order, int it,
+			uint64_t size)
+{
+	double t0, t1, t2;
+	int fd;
+
+	t0 = now_ms();
+	fd = openat(dir, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, size))
+		die(variant, errno);
+	t1 = now_ms();
+	close(fd);
+	t2 = now_ms();
+	emit("create", variant, order, it, "create_ms", t1 - t0);
+	emit("create", variant, order, it, "destroy_ms", t2 - t1);
+}
+
 static void bench_create(void)
 {
 	int iters = quick ? 3 : 21, max = getenv("MORSEL_PAGING") &&
 		    !strcmp(getenv("MORSEL_PAGING"), "5") ? 4 : 3;
-	int order, it;
+	int order, it, mdir = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int sdir = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (mdir < 0 || sdir < 0)
+		die("open a directory", errno);
 
 	for (order = 0; order <= max; order++) {
 		uint64_t size = morsel_order_extent(order);
@@ -526,8 +547,17 @@ static void bench_create(void)
 			t2 = now_ms();
 			emit("create", "memfd", order, it, "create_ms", t1 - t0);
 			emit("create", "memfd", order, it, "destroy_ms", t2 - t1);
+			/*
+			 * Without a name, as memfd: O_TMPFILE in a directory
+			 * held open (no path to walk but "."), on morselfs and
+			 * on tmpfs.  Destroying is the last close.
+			 */
+			anon_create("morsel-anon", mdir, order, it, size);
+			anon_create("tmpfs-anon", sdir, order, it, size);
 		}
 	}
+	close(mdir);
+	close(sdir);
 }
 
 int main(int argc, char **argv)
