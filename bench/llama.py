@@ -10,9 +10,10 @@ embedding 512, 256 experts of which 1 is used per token, so a token reads
 about 1/256 of the expert weights) to the guest's /tmp (tmpfs: its pages
 are the page cache, warm from the write), starts morsel-cached on a
 morselfs directory and loads the file into it once (not measured).  Then
-N times (default 5, --quick 2), alternating, a fresh process runs
+N times (default 5, --quick 1), alternating, a fresh process runs
 tests/programs/llama_check.py (xllamacpp: load mode mmap, no warm-up, one
-completion of --tokens tokens, greedy) in two variants:
+completion of --tokens tokens (default 8, --quick 2), greedy) in two
+variants:
 
   pagecache-populate  the shim preloaded but disabled (MORSEL_PRELOAD_DISABLE):
                       llama.cpp's own mmap(PROT_READ, MAP_SHARED | MAP_POPULATE)
@@ -116,8 +117,8 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     size = a.size or parse_size("256M" if a.quick else "6984M")
-    runs = a.runs or (2 if a.quick else 5)
-    tokens = a.tokens or (4 if a.quick else 8)
+    runs = a.runs or (1 if a.quick else 5)
+    tokens = a.tokens or (2 if a.quick else 8)
     mnt = os.environ.get("MORSEL_MNT")
     if not mnt:
         sys.exit("bench/llama.py: run it in the VM: vm/run --mem 16G -- bench/llama.py")
