@@ -1222,8 +1222,11 @@ static void check_complete(struct __test_metadata *_metadata, struct run *r)
 
 	cur_reset(r);
 	cur_advance(r, r->nrecs);
-	for (i = 0; i < r->size && r->cur[i] == r->post[i]; i++)
-		;
+	/* memcmp first: a loop over every byte took 40% of the suite (TCG). */
+	i = r->size;
+	if (memcmp(r->cur, r->post, r->size))
+		for (i = 0; r->cur[i] == r->post[i]; i++)
+			;
 	if (i < r->size) {
 		char what[160];
 
