@@ -5,7 +5,10 @@ if it is tmpfs; a test it passes must pass on every other one, unless the
 expected file lists that test and configuration with a reason.  Without
 tmpfs (make test's subset, chosen among tests tmpfs passes) every test
 must pass on every configuration, with the same exception.  Ends with
-"N passed, N failed", counting each test once per compared configuration."""
+"N passed, N failed", counting each test once per compared configuration.
+Several --out directories (the parts of a group run in parts) are read as
+one run; --only restricts the table to named tests (a group's part of a
+larger one's results)."""
 import argparse
 import os
 import sys
@@ -95,10 +98,20 @@ def expected(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--expected', required=True)
-    ap.add_argument('--out', required=True)
+    ap.add_argument('--out', required=True, action='append',
+                    help='a results directory; several: their tests together '
+                    '(the parts of a group)')
+    ap.add_argument('--only', help='a file naming the tests to show, one a line')
     ap.add_argument('configs', nargs='+')
     a = ap.parse_args()
-    res = {c: results(a.out, c) for c in a.configs}
+    res = {c: {} for c in a.configs}
+    for out in a.out:
+        for c in a.configs:
+            res[c].update(results(out, c))
+    if a.only:
+        with open(a.only) as f:
+            only = set(f.read().split())
+        res = {c: {t: r for t, r in res[c].items() if t in only} for c in res}
     exp = expected(a.expected)
     tests = sorted(set().union(*[set(r) for r in res.values()]))
     ref = a.configs[0] if a.configs[0] == 'tmpfs' else None
