@@ -12,7 +12,8 @@ are the page cache, warm from the write), starts morsel-cached on a
 morselfs directory and loads the file into it once (not measured).  Then
 N times (default 5, --quick 1), alternating, a fresh process runs
 tests/programs/llama_check.py (xllamacpp: load mode mmap, no warm-up, one
-completion of --tokens tokens (default 8, --quick 2), greedy) in two
+completion of --tokens tokens (default 8, --quick 2, after a one-word
+prompt), greedy) in two
 variants:
 
   pagecache-populate  the shim preloaded but disabled (MORSEL_PRELOAD_DISABLE):
@@ -77,7 +78,7 @@ def start_daemon(cache_dir, budget, log):
     return d
 
 
-def run_once(variant, tokens, stats, llama_path, log):
+def run_once(variant, tokens, prompt, stats, llama_path, log):
     """One fresh llama_check.py process; returns (token line, metrics)."""
     if os.path.exists(stats):
         os.unlink(stats)
@@ -89,8 +90,9 @@ def run_once(variant, tokens, stats, llama_path, log):
                MORSEL_PRELOAD_DIRS=os.path.dirname(os.path.realpath(MODEL)))
     if variant == "pagecache-populate":
         env["MORSEL_PRELOAD_DISABLE"] = "1"
+    args = ["--prompt", prompt] if prompt else []
     p = subprocess.run([PY, os.path.join(PROGS, "llama_check.py"), MODEL, "--tokens", str(tokens),
-                        "--times"], env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+                        "--times"] + args, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
     if p.returncode:
         sys.exit(f"bench/llama.py: llama_check.py ({variant}) exited with {p.returncode}")
     out = p.stdout.splitlines()
@@ -119,6 +121,9 @@ def main():
     size = a.size or parse_size("256M" if a.quick else "6984M")
     runs = a.runs or (1 if a.quick else 5)
     tokens = a.tokens or (2 if a.quick else 8)
+    # --quick: a one-word prompt (llama_check.py's own, nine words, is
+    # about 30 tokens here, at about 1.2 s each under TCG)
+    prompt = "Once" if a.quick else None
     mnt = os.environ.get("MORSEL_MNT")
     if not mnt:
         sys.exit("bench/llama.py: run it in the VM: vm/run --mem 16G -- bench/llama.py")
@@ -136,14 +141,14 @@ def main():
     daemon = start_daemon(cache_dir, file_size + file_size // 10 + (64 << 20), log)
     try:
         t0 = time.monotonic()
-        ref, m = run_once("morsel", tokens, "/tmp/bench-llama.stats", llama_path, log)
+        ref, m = run_once("morsel", tokens, prompt, "/tmp/bench-llama.stats", llama_path, log)
         print(f"# the daemon loaded the model in the first run: map {m['map_ms']:.1f} ms, "
               f"run {time.monotonic() - t0:.1f} s")
         samples = {"pagecache-populate": [], "morsel": []}
         for it in range(runs):
             order = ("pagecache-populate", "morsel") if it % 2 == 0 else ("morsel", "pagecache-populate")
             for v in order:
-                toks, m = run_once(v, tokens, "/tmp/bench-llama.stats", llama_path, log)
+                toks, m = run_once(v, tokens, prompt, "/tmp/bench-llama.stats", llama_path, log)
                 if toks != ref:
                     sys.exit(f"bench/llama.py: {v} run {it} generated other tokens:\n{toks}\n{ref}")
                 samples[v].append(m)
