@@ -43,6 +43,18 @@ int morsel_create(const char *path, uint64_t size, mode_t mode)
 	return fd;
 }
 
+int morsel_create_unnamed(int dirfd, uint64_t size, mode_t mode)
+{
+	struct morsel_create req = {
+		.size = size,
+		.mode = mode,
+		.flags = MORSEL_CREATE_CLOEXEC,
+	};
+	int fd = ioctl(dirfd, MORSEL_IOC_CREATE, &req);
+
+	return fd < 0 ? NEG_ERRNO : fd;
+}
+
 int morsel_open(const char *path, int flags)
 {
 	int fd = open(path, flags | O_CLOEXEC);

@@ -24,6 +24,12 @@ int morsel_order_for_size(uint64_t size);
 
 /* Create a new morsel file of @size bytes (O_EXCL); returns an O_RDWR fd. */
 int morsel_create(const char *path, uint64_t size, mode_t mode);
+/*
+ * Create an unnamed morsel of @size bytes in the morselfs directory @dirfd
+ * (MORSEL_IOC_CREATE: one call, no path, never linked; it goes with its
+ * last descriptor, as a memfd); returns an O_RDWR fd.
+ */
+int morsel_create_unnamed(int dirfd, uint64_t size, mode_t mode);
 /* Open an existing morsel; @flags as for open(2) (O_RDONLY or O_RDWR). */
 int morsel_open(const char *path, int flags);
 /*

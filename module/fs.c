@@ -10,10 +10,11 @@
  * target in a kmalloc'd i_link, freed with the inode after an RCU grace
  * period, as path walks may still read it), FIFOs, sockets and device nodes
  * (init_special_inode), and O_TMPFILE files: an unnamed morsel that linkat
- * may give a name.  The largest size is the extent of order 4 (256 TiB)
- * with 5-level paging and of order 3 (512 GiB) with 4-level paging, where
- * an order-4 morsel could never be mapped; s_maxbytes makes the VFS refuse
- * more with -EFBIG.
+ * may give a name.  MORSEL_IOC_CREATE on a directory (ioctl.c) makes an
+ * unnamed morsel that never gets one, as memfd_create does on tmpfs.  The
+ * largest size is the extent of order 4 (256 TiB) with 5-level paging and
+ * of order 3 (512 GiB) with 4-level paging, where an order-4 morsel could
+ * never be mapped; s_maxbytes makes the VFS refuse more with -EFBIG.
  *
  * Extended attributes, as tmpfs has them: the user., trusted. and
  * security. namespaces (the VFS checks who may use which, and allows
@@ -44,9 +45,11 @@
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
+#include <linux/file.h>
 #include <linux/ctype.h>
 #include <linux/mman.h>
 #include <linux/module.h>
+#include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/rbtree.h>
 #include <linux/sched/mm.h>
@@ -316,7 +319,7 @@ int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev)
 		break;
 	case S_IFDIR:
 		inode->i_op = &morsel_dir_iops;
-		inode->i_fop = &simple_dir_operations;
+		inode->i_fop = &morsel_dir_fops;
 		inc_nlink(inode);
 		break;
 	case S_IFLNK:
@@ -463,6 +466,81 @@ static int morsel_tmpfile(struct mnt_idmap *idmap, struct inode *dir,
 	return finish_open_simple(file, 0);
 }
 
+/**
+ * morsel_create_unnamed - MORSEL_IOC_CREATE on directory file @dirf
+ *
+ * An unnamed morsel of @size in @dirf's instance, opened for reading and
+ * writing: what O_TMPFILE there and ftruncate do, in one call and without
+ * a path to walk, as memfd_create gives a tmpfs file.  It has no name and
+ * never gets one (nlink 0 and not I_LINKABLE, so linkat gives -ENOENT, as
+ * for a memfd); it goes with its last reference.  The checks are
+ * O_TMPFILE's and ftruncate's: write and search permission on the
+ * directory, a writable mount (-EROFS), RLIMIT_FSIZE (SIGXFSZ and -EFBIG)
+ * and the largest size (-EFBIG).  The file holds write access on the
+ * mount and a reference on this module as one opened by open(2) would.
+ * Return: the file or an ERR_PTR (also -ENOSPC, -ENOMEM).
+ */
+struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
+				   loff_t size)
+{
+	struct mnt_idmap *idmap = file_mnt_idmap(dirf);
+	struct inode *dir = file_inode(dirf), *inode;
+	struct file *file;
+	int err;
+
+	err = inode_permission(idmap, dir, MAY_WRITE | MAY_EXEC);
+	if (err)
+		return ERR_PTR(err);
+	err = mnt_want_write_file(dirf);
+	if (err)
+		return ERR_PTR(err);
+	mode = mode_strip_sgid(idmap, dir, mode & S_IALLUGO) & ~current_umask();
+	inode = morsel_new_inode(dir, S_IFREG | mode, 0);
+	if (IS_ERR(inode)) {
+		file = ERR_CAST(inode);
+		goto out;
+	}
+	drop_nlink(inode);
+	err = inode_newsize_ok(inode, size);
+	if (!err && size) {
+		inode_lock(inode);
+		err = morsel_resize(inode, size);
+		inode_unlock(inode);
+		if (!err && sb_pm(inode->i_sb))
+			morsel_pm_sync_inode(inode);
+	}
+	if (err) {
+		iput(inode);
+		file = ERR_PTR(err);
+		goto out;
+	}
+	file = alloc_file_pseudo(inode, dirf->f_path.mnt, "morsel",
+				 O_RDWR | O_LARGEFILE, &morsel_fops);
+	if (IS_ERR(file)) {
+		iput(inode);
+		goto out;
+	}
+	/*
+	 * What do_dentry_open() gives a file opened for writing, which
+	 * __fput() gives back: the f_op owner's reference, write access on
+	 * the mount (it cannot be read-only while we hold it) and on the
+	 * inode (nobody else knows it, so nobody denies writing).
+	 */
+	__module_get(THIS_MODULE);
+	err = mnt_get_write_access(file->f_path.mnt);
+	if (err) {
+		fput(file);
+		file = ERR_PTR(err);
+		goto out;
+	}
+	get_write_access(inode);
+	file->f_mode |= FMODE_WRITER | FMODE_PREAD | FMODE_PWRITE |
+			FMODE_ATOMIC_POS | FMODE_CAN_ODIRECT;
+out:
+	mnt_drop_write_file(dirf);
+	return file;
+}
+
 static struct inode *morsel_alloc_inode(struct super_block *sb)
 {
 	struct morsel_inode *mi;
@@ -579,6 +657,19 @@ static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	return synced(simple_rename(idmap, old_dir, old_dentry, new_dir,
 				    new_dentry, flags), old_dir, new_dir);
 }
+
+/* libfs's simple_dir_operations, and MORSEL_IOC_CREATE (ioctl.c). */
+const struct file_operations morsel_dir_fops = {
+	.owner = THIS_MODULE,
+	.open = dcache_dir_open,
+	.release = dcache_dir_close,
+	.llseek = dcache_dir_lseek,
+	.read = generic_read_dir,
+	.iterate_shared = dcache_readdir,
+	.fsync = noop_fsync,
+	.unlocked_ioctl = morsel_dir_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
 
 static const struct inode_operations morsel_dir_iops = {
 	.create = morsel_create,

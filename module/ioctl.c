@@ -7,6 +7,10 @@
  * Operations that change the morsel (populate, evict, bind, set the
  * minimum order) need a file opened for writing (-EBADF otherwise).
  *
+ * MORSEL_IOC_CREATE is the one ioctl of a directory: it makes an unnamed
+ * morsel (fs.c morsel_create_unnamed) and installs its descriptor last,
+ * once nothing can fail.
+ *
  * Locking: arguments are copied in before any lock is taken (a user
  * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
  * inode lock shared (faults populate concurrently, lock-free); EVICT holds
@@ -17,6 +21,7 @@
  * outside m->lock).
  */
 #include <linux/capability.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/fsnotify.h>
 #include <linux/mman.h>
@@ -271,6 +276,40 @@ static long ioc_mappings(struct morsel *m, struct file *file,
 	if (!err && put_user(i, &arg->count))
 		err = -EFAULT;
 	return err;
+}
+
+static long ioc_create(struct file *dirf, struct morsel_create __user *arg)
+{
+	struct morsel_create req;
+	struct file *file;
+	int fd;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if ((req.flags & ~MORSEL_CREATE_CLOEXEC) || (req.mode & ~S_IALLUGO) ||
+	    !all_zero(req.reserved, sizeof(req.reserved)))
+		return -EINVAL;
+	if (req.size > LLONG_MAX)
+		return -EFBIG;
+	fd = get_unused_fd_flags(O_RDWR | (req.flags & MORSEL_CREATE_CLOEXEC ?
+					   O_CLOEXEC : 0));
+	if (fd < 0)
+		return fd;
+	file = morsel_create_unnamed(dirf, req.mode, req.size);
+	if (IS_ERR(file)) {
+		put_unused_fd(fd);
+		return PTR_ERR(file);
+	}
+	fd_install(fd, file);
+	return fd;
+}
+
+/* A directory's only ioctl: MORSEL_IOC_CREATE. */
+long morsel_dir_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	if (cmd != MORSEL_IOC_CREATE)
+		return -ENOTTY;
+	return ioc_create(file, (void __user *)arg);
 }
 
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

@@ -209,6 +209,7 @@ bool morsel_memerr_take(struct page *page, struct super_block *sb);
 
 /* ioctl.c */
 long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+long morsel_dir_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* size.c */
 bool morsel_charge(struct morsel *m, unsigned long nr);
@@ -227,10 +228,13 @@ int morsel_set_min_order(struct inode *inode, unsigned int order);
 void morsel_size_changed(struct inode *inode);
 
 /* fs.c */
+extern const struct file_operations morsel_dir_fops;
 void morsel_account_loaded(struct inode *inode);
 int morsel_xattr_load(struct inode *inode, const char *name, size_t len,
 		      const void *value, size_t size);
 int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev);
+struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
+				   loff_t size);
 int morselfs_register(void);
 void morselfs_unregister(void);
 

@@ -21,7 +21,8 @@
  * ->pgtable_unmount); with them no generic walker ever enters the morsel:
  * - mmap: morsel_map_vma() mounts at once, so a populated morsel takes no
  *   fault at all.
- * - fault (fork children, after mremap, order 0 before its page exists):
+ * - fault (fork children, after mremap, an empty morsel before its first
+ *   page, which brings the root of a volatile one: tree.c):
  *   our handler replaces the generic walk.  It allocates the process
  *   tables above the mount with the generic allocators (same locks and
  *   pgtables_bytes accounting as a normal fault), populates the morsel
@@ -190,7 +191,7 @@ static int mount(struct vm_area_struct *vma)
 
 again:
 	want = vma_mount_entry(vma);
-	if (!want)		/* order 0 before its page exists */
+	if (!want)		/* no root yet: empty, volatile (tree.c) */
 		return 0;
 	/*
 	 * An order-0 entry is a copy of the leaf: hold the page while the

@@ -15,7 +15,8 @@
  * Data pages are ordinary refcounted pages, so a pin outlives eviction.
  *
  * Locking and memory ordering:
- * - Population (morsel_populate, morsel_populate_range) takes no lock.  A
+ * - Population (morsel_populate, morsel_populate_range) takes no lock,
+ *   but for the root of a volatile morsel (once per filling; below).  A
  *   missing table or page is allocated and zeroed, then published with a
  *   cmpxchg on the empty entry.  The cmpxchg is a full barrier (LOCK
  *   CMPXCHG), so the zeroed contents are visible before the entry to other
@@ -26,7 +27,10 @@
  * - The order rises under m->lock while faults may walk the tree: the old
  *   root becomes entry 0 of the new top table, so every table and page
  *   keeps its place, and the new root is installed with a cmpxchg against
- *   the old one (a fault may just have filled an empty root).  Walkers
+ *   the old one (a fault may just have filled an empty root).  An empty
+ *   root of a volatile morsel stays empty (no table until the first page);
+ *   there only the order changes, so its root is published under m->lock
+ *   and only at the order it was made for (publish_root).  Walkers
  *   read order and root together under m->seq, and a walker that loses a
  *   race at the root entry itself starts again.
  * - Tables are freed (morsel_free_range, lowering the order,
@@ -284,6 +288,34 @@ static mentry_t publish(struct morsel *m, mentry_t *slot, mentry_t new,
 	return *lost ? old : new;
 }
 
+/*
+ * Publish @new (a page or a table of level @order) in the empty root slot
+ * of a morsel that had order @order.  A volatile morsel's order rises
+ * while its root stays empty (raise_order), so an empty root alone does
+ * not tell that the order is still the one @new was made for: there the
+ * root is published under m->lock, which every order change holds, and
+ * only if the order is unchanged (else it counts as lost; the caller
+ * walks again).  A persistent morsel's order rises with a new root, so
+ * the cmpxchg alone decides.
+ */
+static mentry_t publish_root(struct morsel *m, mentry_t new,
+			     unsigned int order, bool *lost)
+{
+	mentry_t e;
+
+	if (m->pm)
+		return publish(m, m->rootp, new, lost);
+	mutex_lock(&m->lock);
+	if (READ_ONCE(m->order) == order) {
+		e = publish(m, m->rootp, new, lost);
+	} else {
+		*lost = true;
+		e = READ_ONCE(*m->rootp);
+	}
+	mutex_unlock(&m->lock);
+	return e;
+}
+
 /* Order and root entry of @m, read together (see the top of the file). */
 static unsigned int snapshot(struct morsel *m, mentry_t *root)
 {
@@ -333,8 +365,10 @@ again:
 				return t;
 			e = table_entry(t);
 			if (slot == m->rootp)
-				e = root_word(e, order);
-			e = publish(m, slot, e, &lost);
+				e = publish_root(m, root_word(e, order), order,
+						 &lost);
+			else
+				e = publish(m, slot, e, &lost);
 			if (lost) {
 				table_free(m, t, level, false);
 				if (slot == m->rootp)
@@ -383,7 +417,10 @@ again:
 		return ERR_PTR(m->pm ? -ENOSPC : -ENOMEM);
 	}
 	page_owned(m, page, off);
-	e = publish(m, slot, page_entry(page), &lost);
+	if (slot == m->rootp)	/* order 0: the page is the root */
+		e = publish_root(m, page_entry(page), 0, &lost);
+	else
+		e = publish(m, slot, page_entry(page), &lost);
 	if (lost) {
 		page_unused(m, page);
 		if (slot == m->rootp)	/* order 0: it may have risen */
@@ -841,9 +878,10 @@ static bool set_root(struct morsel *m, mentry_t old, mentry_t root,
 }
 
 /*
- * Raise the order to @order (see the top of the file): with an empty root
- * the new root is one empty table; otherwise a chain of new tables whose
- * entry 0 leads to the old root, so nothing is copied.
+ * Raise the order to @order (see the top of the file): an empty root of a
+ * volatile morsel stays empty, that of a persistent one (whose root word
+ * carries the order) becomes one empty table; otherwise a chain of new
+ * tables whose entry 0 leads to the old root, so nothing is copied.
  */
 static int raise_order(struct morsel *m, unsigned int order)
 {
@@ -854,6 +892,18 @@ static int raise_order(struct morsel *m, unsigned int order)
 
 	for (;;) {
 		old = READ_ONCE(*m->rootp);
+		/*
+		 * A volatile morsel's empty root stays empty: its table comes
+		 * with the first page (walk), so creating and destroying an
+		 * empty morsel of any order allocate no table.  Root
+		 * publications hold m->lock as we do (publish_root): it
+		 * cannot fill meanwhile.
+		 */
+		if (!old && !m->pm) {
+			if (set_root(m, 0, 0, order))
+				return 0;
+			continue;
+		}
 		if (!old) {
 			if (!tables[order]) {
 				tables[order] = table_alloc(m, order);

@@ -182,7 +182,7 @@ TEST(stat_ignores_output_fields)
 	EXPECT_EQ(2 * MiB, st.extent);
 	EXPECT_EQ(2 * MiB, st.size);
 	EXPECT_EQ(0, st.pages);
-	EXPECT_EQ(1, st.tables[0]);
+	EXPECT_EQ(mnt_is_persistent(), st.tables[0]);	/* empty: no root */
 	EXPECT_EQ(0, st.mappings);
 	EXPECT_EQ(0, st.bound);
 	EXPECT_EQ(0, st.min_order);
@@ -443,6 +443,7 @@ TEST(truncate_enomem_in_memcg)
 
 	ASSERT_LE(0, fill);
 	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "x", 1, 0));	/* a root, which order 3 keeps */
 	ASSERT_EQ(0, cg_make("morsel-errors-trunc", "8M"));
 	pid = fork();
 	if (!pid) {
@@ -1275,6 +1276,55 @@ TEST(remount_size_below_use_einval)
 	EXPECT_EQ(0, mount("none", LIM, NULL, MS_REMOUNT, "size=44k"));
 	close(fd);
 	EXPECT_EQ(0, umount2(LIM, MNT_DETACH));
+}
+
+static int create_unnamed_in(const char *dir, uint64_t size)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY), fd;
+
+	if (dfd < 0)
+		return -1;
+	fd = morsel_create_unnamed(dfd, size, 0600);
+	close(dfd);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	return fd;
+}
+
+/* MORSEL_IOC_CREATE past nr_inodes= and size=, and on a read-only mount. */
+TEST(create_unnamed_limits_and_read_only)
+{
+	int fd, fd2;
+
+	ASSERT_EQ(0, mount_instance(LIM, "nr_inodes=3,size=8k"));
+	fd = create_unnamed_in(LIM, 8 * KiB);	/* order 1 */
+	ASSERT_LE(0, fd);
+	fd2 = create_unnamed_in(LIM, PG);	/* the root, these two: 3 */
+	ASSERT_LE(0, fd2);
+	ASSERT_ERRNO(ENOSPC, create_unnamed_in(LIM, PG));
+	close(fd2);
+	/*
+	 * size= is 2 pages, which the first morsel's table and one page fill.
+	 * Another morsel is still made (no table before its first page);
+	 * its first page finds no room.
+	 */
+	ASSERT_EQ(0, fallocate(fd, 0, 0, 4 * KiB));
+	fd2 = create_unnamed_in(LIM, 1 * MiB);
+	ASSERT_LE(0, fd2);
+	ASSERT_ERRNO(ENOSPC, pwrite(fd2, "x", 1, 0));
+	close(fd2);
+	close(fd);
+	/* An open unnamed morsel keeps the instance writable. */
+	fd = create_unnamed_in(LIM, PG);
+	ASSERT_LE(0, fd);
+	ASSERT_ERRNO(EBUSY, mount("none", LIM, NULL, MS_REMOUNT | MS_RDONLY,
+				  NULL));
+	close(fd);
+	ASSERT_EQ(0, mount("none", LIM, NULL, MS_REMOUNT | MS_RDONLY, NULL));
+	ASSERT_ERRNO(EROFS, create_unnamed_in(LIM, PG));
+	EXPECT_EQ(0, umount(LIM));
 }
 
 TEST(remount_nr_inodes_below_use_einval)

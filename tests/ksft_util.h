@@ -106,6 +106,20 @@ static inline void proc_mount_opts(const char *dir, char *out, size_t len)
 		endmntent(f);
 }
 
+/*
+ * Is the suite's morselfs ($MORSEL_MNT) a persistent instance (pmem=)?
+ * Its morsels keep the order in the root (tree.c), so an empty one of
+ * order >= 1 has its root table where a volatile one has none.
+ */
+static inline int mnt_is_persistent(void)
+{
+	const char *m = getenv("MORSEL_MNT");
+	char opts[1024];
+
+	proc_mount_opts(m ? m : "/tmp/morsel", opts, sizeof(opts));
+	return strstr(opts, "pmem=") != NULL;
+}
+
 /* Write the string @s to the file @path (sysfs, cgroupfs); 0 or -1. */
 static inline int write_file(const char *path, const char *s)
 {

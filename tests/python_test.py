@@ -171,6 +171,37 @@ class MorselTest(unittest.TestCase):
         if os.getuid() == 0:
             self.assertEqual(in_child(nobody_creates), 0)
 
+    def test_create_unnamed(self):
+        with morsel.create_unnamed(self.dir, 3 * MiB) as m:
+            self.assertIsNone(m.path)
+            st = m.stat()
+            self.assertEqual((st.order, st.size), (2, 3 * MiB))
+            self.assertEqual(os.fstat(m.fileno()).st_nlink, 0)
+            self.assertFalse(os.get_inheritable(m.fileno()))
+            with m.map() as mp:
+                mp.memoryview()[:3] = b"abc"
+        self.assertEqual(os.listdir(self.dir), [])
+        dfd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with morsel.create_unnamed(dfd, 0, 0o640) as m:
+                self.assertEqual(m.stat().size, 0)
+        finally:
+            os.close(dfd)
+        self.assertErrno(errno.EFBIG, morsel.create_unnamed, self.dir,
+                         1 << 60)
+        self.assertErrno(errno.ENOTTY, morsel.create_unnamed, "/dev/shm", 1)
+        with self.assertRaises(ValueError):
+            morsel.create_unnamed(self.dir, -1)
+        self.assertEqual(os.listdir(self.dir), [])
+
+        def nobody_creates():
+            as_nobody()
+            e = self.assertErrno(errno.EACCES, morsel.create_unnamed,
+                                 self.dir, 1)
+            self.assertIsInstance(e, PermissionError)
+        if os.getuid() == 0:
+            self.assertEqual(in_child(nobody_creates), 0)
+
     def test_open(self):
         p = self.path("a")
         morsel.create(p, 8 * KiB).close()
@@ -255,9 +286,10 @@ class MorselTest(unittest.TestCase):
         with morsel.create(p, 3 * MiB) as m:
             st = m.stat()
             self.assertIsInstance(st, morsel.Stat)
+            # No table yet: the root comes with the first page.
             self.assertEqual(st, morsel.Stat(order=2, extent=GiB,
                                              size=3 * MiB, pages=0,
-                                             tables=(0, 1, 0, 0), mappings=0,
+                                             tables=(0, 0, 0, 0), mappings=0,
                                              bound=0, flags=0))
             with self.assertRaises(dataclasses.FrozenInstanceError):
                 st.order = 3

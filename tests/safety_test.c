@@ -487,10 +487,13 @@ TEST(size_limit_enospc_sigbus_nothing_lost)
 	EXPECT_EQ(256, sf.f_blocks);
 	EXPECT_EQ(256, sf.f_bfree);
 	EXPECT_EQ(100, sf.f_files);
-	fd = morsel_create(LIM "/a", 2 * MiB, 0644);	/* one PTE table */
+	fd = morsel_create(LIM "/a", 2 * MiB, 0644);	/* no table yet */
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, statfs(LIM, &sf));
-	EXPECT_EQ(255, sf.f_bfree);
+	EXPECT_EQ(256, sf.f_bfree);
+	ASSERT_EQ(1, pwrite(fd, "a", 1, 0));	/* a page and its PTE table */
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(254, sf.f_bfree);
 	for (i = 0; i < 100; i++) {
 		memset(buf, 'a' + i % 26, PG);
 		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG));

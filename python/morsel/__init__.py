@@ -41,8 +41,9 @@ from . import _lib
 __version__ = "1.0.0"
 
 __all__ = [
-    "Morsel", "Mapping", "Stat", "MappingInfo", "create", "open", "send_fd",
-    "recv_fd", "order_for_size", "order_extent", "READ", "WRITE", "EXEC",
+    "Morsel", "Mapping", "Stat", "MappingInfo", "create", "create_unnamed",
+    "open", "send_fd", "recv_fd", "order_for_size", "order_extent", "READ",
+    "WRITE", "EXEC",
     "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
     "library_path", "cache_map", "cache_stats", "CachedFile", "CacheStats",
 ]
@@ -167,6 +168,25 @@ def create(path, size, mode=0o600):
     fd = _check(_lib.create(fs, _u64("size", size), operator.index(mode)),
                 os.fspath(path))
     return Morsel(fd, os.fspath(path))
+
+
+def create_unnamed(directory, size, mode=0o600):
+    """Create a morsel without a name and return it open O_RDWR.
+
+    *directory* is a morselfs directory: a path, or an open descriptor (or
+    an object with ``fileno()``) of it.  One call, as :func:`os.memfd_create`
+    for tmpfs: the morsel is never linked and goes with its last descriptor
+    and mapping.  *mode* is masked by the umask.
+    """
+    if isinstance(directory, (str, bytes, os.PathLike)):
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return create_unnamed(dfd, size, mode)
+        finally:
+            os.close(dfd)
+    fd = _check(_lib.create_unnamed(_fileno(directory), _u64("size", size),
+                                    operator.index(mode)))
+    return Morsel(fd)
 
 
 def open(path, flags=os.O_RDWR):

@@ -116,6 +116,8 @@ _int, _uint, _vp = ctypes.c_int, ctypes.c_uint, ctypes.c_void_p
 order_extent = _declare("morsel_order_extent", _u64, _uint)
 order_for_size = _declare("morsel_order_for_size", _int, _u64)
 create = _declare("morsel_create", _int, ctypes.c_char_p, _u64, ctypes.c_uint)
+create_unnamed = _declare("morsel_create_unnamed", _int, _int, _u64,
+                          ctypes.c_uint)
 open_ = _declare("morsel_open", _int, ctypes.c_char_p, _int)
 resize = _declare("morsel_resize", _int, _int, _u64)
 map_ = _declare("morsel_map", _int, _int, _vp, _int, _int,

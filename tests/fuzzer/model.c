@@ -350,14 +350,13 @@ void m_new(struct slot *sl, uint64_t size)
 	sl->bound = 0;
 	sl->min_order = 0;
 	sl->order = order_of(size);
-	m_clear(sl);
-	if (sl->order)		/* raising an empty morsel: its root table */
-		tab_add(sl, sl->order, 0);
+	m_clear(sl);		/* no table: the root comes with a page */
 }
 
 /*
  * Raise the order (tree.c raise_order): a populated root becomes entry 0
- * of a chain of new tables; an empty one is replaced by one new table.
+ * of a chain of new tables; an empty one stays empty (a volatile morsel,
+ * which is what the fuzzer makes: the first page brings the root table).
  */
 void m_raise(struct slot *sl, int order)
 {
@@ -368,8 +367,6 @@ void m_raise(struct slot *sl, int order)
 	if (sl->order ? tab_find(sl, sl->order, 0) >= 0 : runs_has(sl, 0)) {
 		for (l = sl->order + 1; l <= order; l++)
 			tab_add(sl, l, 0);
-	} else {
-		tab_add(sl, order, 0);
 	}
 	sl->order = order;
 }

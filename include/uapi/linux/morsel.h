@@ -161,6 +161,30 @@ struct morsel_min_order {
 	__u64 reserved[6];
 };
 
+/**
+ * struct morsel_create - argument of MORSEL_IOC_CREATE
+ * @size:     in: the new morsel's size in bytes (0 is allowed).
+ * @mode:     in: its permission bits (at most 07777), less the umask.
+ * @flags:    in: 0 or MORSEL_CREATE_CLOEXEC.
+ * @reserved: in: must be 0.
+ *
+ * Given to a directory of a morselfs instance (any descriptor of it, also
+ * read-only), creates an unnamed morsel there and returns a new
+ * descriptor of it, open for reading and writing: O_TMPFILE and ftruncate
+ * in one call, as memfd_create gives a tmpfs file.  The morsel never gets
+ * a name (linkat refuses it) and goes with its last reference.  Needs
+ * write and search permission on the directory.
+ */
+struct morsel_create {
+	__u64 size;
+	__u64 mode;
+	__u64 flags;
+	__u64 reserved[5];
+};
+
+/* struct morsel_create.flags: the new descriptor is close-on-exec. */
+#define MORSEL_CREATE_CLOEXEC	(1ULL << 0)
+
 #define MORSEL_IOC_MAGIC	0xB9
 #define MORSEL_IOC_STAT		_IOWR(MORSEL_IOC_MAGIC, 0x01, struct morsel_stat)
 #define MORSEL_IOC_POPULATE	_IOW(MORSEL_IOC_MAGIC, 0x02, struct morsel_range)
@@ -168,5 +192,6 @@ struct morsel_min_order {
 #define MORSEL_IOC_BIND		_IOW(MORSEL_IOC_MAGIC, 0x04, struct morsel_bind)
 #define MORSEL_IOC_MAPPINGS	_IOWR(MORSEL_IOC_MAGIC, 0x05, struct morsel_mappings)
 #define MORSEL_IOC_SET_MIN_ORDER _IOW(MORSEL_IOC_MAGIC, 0x06, struct morsel_min_order)
+#define MORSEL_IOC_CREATE	_IOW(MORSEL_IOC_MAGIC, 0x07, struct morsel_create)
 
 #endif /* _UAPI_LINUX_MORSEL_H */
