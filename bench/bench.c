@@ -489,6 +489,26 @@ static void anon_create(const char *variant, int dir, int order, int it,
 	emit("create", variant, order, it, "destroy_ms", t2 - t1);
 }
 
+/*
+ * The unnamed morsel in one call (MORSEL_IOC_CREATE), as memfd_create
+ * plus ftruncate is for tmpfs.  Destroying is the last close.
+ */
+static void unnamed_create(int dir, int order, int it, uint64_t size)
+{
+	double t0, t1, t2;
+	int fd;
+
+	t0 = now_ms();
+	fd = morsel_create_unnamed(dir, size, 0600);
+	if (fd < 0)
+		die("morsel_create_unnamed", -fd);
+	t1 = now_ms();
+	close(fd);
+	t2 = now_ms();
+	emit("create", "morsel-unnamed", order, it, "create_ms", t1 - t0);
+	emit("create", "morsel-unnamed", order, it, "destroy_ms", t2 - t1);
+}
+
 static void bench_create(void)
 {
 	int iters = quick ? 3 : 21, max = getenv("MORSEL_PAGING") &&
@@ -554,6 +574,7 @@ static void bench_create(void)
 			 */
 			anon_create("morsel-anon", mdir, order, it, size);
 			anon_create("tmpfs-anon", sdir, order, it, size);
+			unnamed_create(mdir, order, it, size);
 		}
 	}
 	close(mdir);
