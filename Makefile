@@ -238,10 +238,13 @@ powercut: build
 # three, TESTS to name tests instead, DEBUG=1 for the debug kernel; then
 # fsx, FSX_OPS operations (default 10^6, 0: none) per morselfs
 # configuration.  Results in .build/fstests/GROUP[-k-of-N][-debug].
+# PARALLEL=1 runs the three configurations at once (the default for
+# GROUP=auto), SERIAL=1 one after the other.
 .PHONY: fstests
 fstests: build
 	@tests/fstests/vm-check --group $${GROUP:-quick} $${PART:+--part $$PART} $${FSX_OPS:+--fsx-ops $$FSX_OPS} \
-		$${CONFIGS:+--configs $$CONFIGS} $${DEBUG:+--debug} $${TESTS:-}
+		$${CONFIGS:+--configs $$CONFIGS} $${DEBUG:+--debug} $${PARALLEL:+--parallel} $${SERIAL:+--serial} \
+		$${TESTS:-}
 
 # stress-ng's file-system and VM stressors (tests/stress) on tmpfs, morselfs
 # and morselfs on pmem, side by side, under the debug kernel (NORMAL=1: the
