@@ -66,7 +66,9 @@ struct mpm_stats {
  *            page reachable after the walk; freed by mpm_fs_release().
  * @max_ino:  out: the highest allocated inode number.
  * @st:       out: see struct mpm_stats.
- * @priv:     for the environment's mpm_store() and mpm_report().
+ * @priv:     for the environment (the tools: the pages they mapped, which
+ *            a file system smaller than its device leaves beyond
+ *            @nr_pages after the walk).
  */
 struct mpm_fs {
 	__u8 *dev;

@@ -5,7 +5,8 @@
  * (names, directories, modes, owners, times, extended attributes, sizes,
  * orders, minimum orders, bound addresses, hard and symbolic links, special
  * files, data written and stored through mappings), that mappings are walked through the device's
- * memory, space coming back, a full device, every refused input, and
+ * memory, space coming back, a full device, a file system smaller than
+ * its device (mkfs -s), every refused input, and
  * `morsel fsck`'s findings and repairs on a damaged device.  Reboots, moves
  * and power cuts are tests/pmem_reboot_test and tests/powercut; every crash
  * state of single operations is tests/pm_crash; pins, tests/pmem_pin_test.
@@ -394,6 +395,50 @@ TEST_F(pm, full_device_enospc_nothing_lost)
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(1, write(fd, "m", 1));
 	close(fd);
+}
+
+/*
+ * `morsel mkfs -s SIZE`: a file system smaller than its device (fstests'
+ * _scratch_mkfs_sized), which mount, statfs, the allocator and fsck
+ * take at its own size; and the sizes mkfs refuses.
+ */
+TEST_F(pm, sized_file_system)
+{
+	static char buf[64 * 1024];
+	unsigned long long total = 0;
+	struct statfs s;
+	ssize_t n;
+	int fd;
+
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(0, run("tools/morsel mkfs -f -s 1M $MORSEL_PMEM > /dev/null"));
+	ASSERT_EQ(0, do_mount());
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(256, s.f_blocks);
+	fd = open(p("fill"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	memset(buf, 'f', sizeof(buf));
+	while ((n = write(fd, buf, sizeof(buf))) > 0)
+		total += n;
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_GT(total, 900 * 1024);	/* data pages and their tables */
+	EXPECT_LT(total, 1024 * 1024);
+	close(fd);
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(0, s.f_bfree);
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(256, s.f_blocks);
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck("-n"));
+	/* Too small, past the device, not a size: nothing is written. */
+	EXPECT_EQ(2, run("tools/morsel mkfs -f -s 32K $MORSEL_PMEM 2> /dev/null"));
+	EXPECT_EQ(2, run("tools/morsel mkfs -f -s 1x $MORSEL_PMEM 2> /dev/null"));
+	EXPECT_EQ(1, run("tools/morsel mkfs -f -s 1T $MORSEL_PMEM 2> /dev/null"));
+	ASSERT_EQ(0, do_mount());
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(256, s.f_blocks);
 }
 
 /* Renames keep one name per file, whatever they replace or move. */

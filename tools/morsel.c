@@ -25,9 +25,11 @@ static void usage(void)
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel cache-stats [SOCKET]      the counters of morsel-cached (default\n"
 		"                                        $MORSEL_CACHED_SOCKET, else %s)\n"
-		"       morsel mkfs [-f] DEV             format DEV (a pmem device or an image file)\n"
+		"       morsel mkfs [-f] [-s SIZE] DEV   format DEV (a pmem device or an image file)\n"
 		"                                        for mount -t morselfs -o pmem=DEV; -f: even\n"
-		"                                        if it holds a morselfs already\n"
+		"                                        if it holds a morselfs already; -s: a file\n"
+		"                                        system of SIZE bytes (at least 64K), not the\n"
+		"                                        whole device\n"
 		"       morsel fsck [-n|-y] [-v] DEV     check DEV offline (exit codes as fsck(8));\n"
 		"                                        -y: finish what a crash interrupted and free\n"
 		"                                        leaked pages; -n: only check (default)\n",
@@ -242,18 +244,44 @@ static int cmd_create(const char *path, const char *size_s,
 	return err ? 1 : 0;
 }
 
+/* The smallest file system mkfs makes: its first 5 pages are metadata. */
+#define MKFS_MIN_PAGES 16
+
 static int cmd_mkfs(int argc, char **argv)
 {
-	bool force = argc == 4 && !strcmp(argv[2], "-f");
-	const char *dev = argv[argc - 1];
+	const char *dev = NULL, *size_s = NULL;
+	uint64_t size = 0;
+	bool force = false;
 	struct mpm_fs fs;
-	int err;
+	int err, i;
 
-	if (argc != 3 && !force)
+	for (i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "-f"))
+			force = true;
+		else if (!strcmp(argv[i], "-s") && i + 1 < argc)
+			size_s = argv[++i];
+		else if (argv[i][0] == '-' || dev)
+			usage();
+		else
+			dev = argv[i];
+	}
+	if (!dev)
 		usage();
+	if (size_s && (parse_size(size_s, &size) ||
+		       size < MKFS_MIN_PAGES * MPM_PAGE_SIZE)) {
+		fprintf(stderr, "morsel mkfs: bad size %s (at least 64K)\n", size_s);
+		return 2;
+	}
 	err = pm_open(dev, true, &fs);
 	if (err) {
 		fprintf(stderr, "morsel mkfs: %s: %s\n", dev, strerror(-err));
+		return 1;
+	}
+	if (size > fs.nr_pages * MPM_PAGE_SIZE || fs.nr_pages < MKFS_MIN_PAGES) {
+		fprintf(stderr, "morsel mkfs: %s: %llu bytes, too small for %llu\n", dev,
+			(unsigned long long)fs.nr_pages * MPM_PAGE_SIZE,
+			(unsigned long long)(size ? size : MKFS_MIN_PAGES * MPM_PAGE_SIZE));
+		pm_close(&fs);
 		return 1;
 	}
 	if (mpm_super(&fs)->magic == MPM_MAGIC && !force) {
@@ -261,6 +289,8 @@ static int cmd_mkfs(int argc, char **argv)
 		pm_close(&fs);
 		return 1;
 	}
+	if (size)
+		fs.nr_pages = size / MPM_PAGE_SIZE;
 	pm_mkfs(&fs, 01777, 0, 0);
 	printf("%s: morselfs, %llu pages of 4 KiB\n", dev, (unsigned long long)fs.nr_pages);
 	err = pm_close(&fs);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -89,6 +90,7 @@ int pm_open(const char *path, bool write, struct mpm_fs *fs)
 	memset(fs, 0, sizeof(*fs));
 	fs->dev = map;
 	fs->nr_pages = size / MPM_PAGE_SIZE;
+	fs->priv = (void *)(uintptr_t)fs->nr_pages;	/* what pm_close unmaps */
 	fs->repair = false;
 	return 0;
 fail:
@@ -99,11 +101,12 @@ fail:
 
 int pm_close(struct mpm_fs *fs)
 {
+	size_t len = (uintptr_t)fs->priv * MPM_PAGE_SIZE;
 	int err = 0;
 
-	if (msync(fs->dev, fs->nr_pages * MPM_PAGE_SIZE, MS_SYNC))
+	if (msync(fs->dev, len, MS_SYNC))
 		err = -errno;
-	munmap(fs->dev, fs->nr_pages * MPM_PAGE_SIZE);
+	munmap(fs->dev, len);
 	mpm_fs_release(fs);
 	fs->dev = NULL;
 	return err;
@@ -127,6 +130,8 @@ static __u64 table_entry(__u64 page)
 /*
  * Page 0 the super block, pages 1-3 the inode table's PUD, PMD and PTE
  * tables, page 4 its first record page with the root directory (inode 1).
+ * The file system has @fs->nr_pages pages, which may be fewer than the
+ * device has (mount and fsck use the super block's count).
  * The magic number is stored last, after a store that clears it, so an
  * interrupted mkfs leaves no file system.
  */

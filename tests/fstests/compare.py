@@ -137,8 +137,9 @@ def main():
                 notes.append('documented %s on %s: %s (%s)' % (t, c, st, exp[(t, c)]))
             else:
                 failed += 1
-                notes.append('FAILED %s on %s: %s where %s passes%s'
-                             % (t, c, st, ref or 'it must', ': ' + msg if msg else ''))
+                notes.append('FAILED %s on %s: %s where %s%s'
+                             % (t, c, st, ref + ' passes' if ref else 'it must pass',
+                                ': ' + msg if msg else ''))
     print()
     for c in a.configs:
         sts = [s for s, _ in res[c].values()]
