@@ -282,7 +282,8 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 	inode->i_ino = get_next_ino();
 	inode_init_owner(&nop_mnt_idmap, inode, dir, mode);
 	simple_inode_init_ts(inode);
-	err = morsel_setup_inode(inode, mode, dev);
+	/* with the set-group-ID bit a directory inherits (inode_init_owner) */
+	err = morsel_setup_inode(inode, inode->i_mode, dev);
 	if (err) {
 		iput(inode);
 		return ERR_PTR(err);

@@ -630,6 +630,30 @@ TEST(xattr_user_namespace)
 	rmdir(mpath("xa-dir"));
 }
 
+/*
+ * A set-group-ID directory gives what is made in it its group, and a
+ * directory made in it the bit too (fstests generic/444 found the bit
+ * lost).
+ */
+TEST(setgid_directory_inherited)
+{
+	struct stat st;
+
+	system("rm -rf $MORSEL_MNT/sgid");
+	ASSERT_EQ(0, mkdir(mpath("sgid"), 0755));
+	ASSERT_EQ(0, chown(mpath("sgid"), 0, 1234));
+	ASSERT_EQ(0, chmod(mpath("sgid"), 02755));
+	ASSERT_EQ(0, mkdir(mpath("sgid/sub"), 0755));
+	ASSERT_EQ(0, stat(mpath("sgid/sub"), &st));
+	EXPECT_EQ(02755, st.st_mode & 07777);
+	EXPECT_EQ(1234, st.st_gid);
+	ASSERT_EQ(0, put(mpath("sgid/f"), "x"));
+	ASSERT_EQ(0, stat(mpath("sgid/f"), &st));
+	EXPECT_EQ(0644, st.st_mode & 07777);
+	EXPECT_EQ(1234, st.st_gid);
+	system("rm -rf $MORSEL_MNT/sgid");
+}
+
 TEST(xattr_trusted_root_only)
 {
 	char buf[64], list[256];
