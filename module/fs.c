@@ -16,12 +16,8 @@
  * of order 3 (512 GiB) with 4-level paging, where an order-4 morsel could
  * never be mapped; s_maxbytes makes the VFS refuse more with -EFBIG.
  *
- * Extended attributes, as tmpfs has them: the user., trusted. and
- * security. namespaces (the VFS checks who may use which, and allows
- * user.* on regular files and directories only), kept per inode in a
- * struct simple_xattrs with the kernel's simple_xattr_*() helpers, as
- * tmpfs does (kernel patch 0008 exports them), and freed when the inode
- * is evicted.
+ * Extended attributes and POSIX ACLs, as tmpfs has them, are xattr.c's;
+ * a new inode gets its ACLs from its directory's default ACL here.
  *
  * Limits, as tmpfs has them: the mount options size= (bytes with k/m/g/t
  * suffixes, or N% of RAM; default 50 %) and nr_inodes= (default: half the
@@ -36,11 +32,9 @@
  * directory (tmpfs ignores them on remount).
  *
  * Locking: the VFS's (i_rwsem of the directories; i_rwsem of the inode
- * around setting and removing an attribute; s_umount for remount, which
- * also takes the root directory's i_rwsem to change it).  Each inode's
- * attributes have their own rwlock (struct simple_xattrs) for the readers
- * (get, list) the VFS does not lock.  The inode space is a cmpxchg loop
- * against nr_inodes=.
+ * around setattr; s_umount for remount, which also takes the root
+ * directory's i_rwsem to change it; xattr.c has the attributes' rules).
+ * The inode space is a cmpxchg loop against nr_inodes=.
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
@@ -51,9 +45,8 @@
 #include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
-#include <linux/rbtree.h>
+#include <linux/posix_acl.h>
 #include <linux/sched/mm.h>
-#include <linux/security.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
@@ -69,17 +62,6 @@
 /* The root directory's default mode, as tmpfs. */
 #define MORSEL_ROOT_MODE (S_ISVTX | 0777)
 
-/* A morselfs inode: the VFS inode and its extended attributes. */
-struct morsel_inode {
-	struct simple_xattrs xattrs;
-	struct inode vfs_inode;
-};
-
-static inline struct morsel_inode *MORSEL_I(struct inode *inode)
-{
-	return container_of(inode, struct morsel_inode, vfs_inode);
-}
-
 static struct kmem_cache *morsel_inode_cachep;
 
 static const struct inode_operations morsel_dir_iops;
@@ -89,138 +71,22 @@ static const struct inode_operations morsel_special_iops;
 
 /* ---- inode space (nr_inodes=) ---- */
 
-static void ispace_uncharge(struct morsel_sb *sbi, long bytes)
+void morsel_ispace_uncharge(struct morsel_sb *sbi, long bytes)
 {
 	atomic_long_sub(bytes, &sbi->ispace);
 }
 
 /* Take @bytes of inode space, or nothing; -ENOSPC past nr_inodes=. */
-static int ispace_charge(struct morsel_sb *sbi, long bytes)
+int morsel_ispace_charge(struct morsel_sb *sbi, long bytes)
 {
 	long limit = READ_ONCE(sbi->max_inodes) * MORSEL_BOGO_INODE;
 	long got = morsel_take_upto(&sbi->ispace, limit, bytes);
 
 	if (got == bytes)
 		return 0;
-	ispace_uncharge(sbi, got);
+	morsel_ispace_uncharge(sbi, got);
 	return -ENOSPC;
 }
-
-/* ---- extended attributes ---- */
-
-/* listxattr: the LSM's label, then every attribute (trusted.* for root). */
-static ssize_t morsel_listxattr(struct dentry *dentry, char *buffer,
-				size_t size)
-{
-	struct inode *inode = d_inode(dentry);
-
-	return simple_xattr_list(inode, &MORSEL_I(inode)->xattrs, buffer,
-				 size);
-}
-
-static int morsel_xattr_get(const struct xattr_handler *handler,
-			    struct dentry *unused, struct inode *inode,
-			    const char *name, void *buffer, size_t size)
-{
-	return simple_xattr_get(&MORSEL_I(inode)->xattrs,
-				xattr_full_name(handler, name), buffer, size);
-}
-
-/*
- * Set or (!@value) remove an attribute; the VFS holds the inode lock.  A
- * new value takes inode space first (-ENOSPC past nr_inodes=), the old one
- * gives its space back.  A persistent instance first gets the page the
- * new list goes to (-ENOSPC past one page per inode, or a full device),
- * and commits it once the list changed (pm.c).
- */
-static int morsel_xattr_set(const struct xattr_handler *handler,
-			    struct mnt_idmap *idmap, struct dentry *unused,
-			    struct inode *inode, const char *name,
-			    const void *value, size_t size, int flags)
-{
-	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
-	struct simple_xattrs *xs = &MORSEL_I(inode)->xattrs;
-	struct simple_xattr *old;
-	long space = 0;
-	u64 page = 0;
-	int err;
-
-	name = xattr_full_name(handler, name);
-	if (sbi->pm) {
-		err = morsel_pm_xattrs_begin(inode, xs, name, value, size, &page);
-		if (err)
-			return err;
-	}
-	if (value) {
-		space = simple_xattr_space(name, size);
-		err = ispace_charge(sbi, space);
-		if (err)
-			goto abort;
-	}
-	old = simple_xattr_set(xs, name, value, size, flags);
-	if (IS_ERR(old)) {
-		ispace_uncharge(sbi, space);
-		err = PTR_ERR(old);
-		goto abort;
-	}
-	if (sbi->pm)
-		morsel_pm_xattrs_commit(inode, xs, page);
-	if (old) {
-		ispace_uncharge(sbi, simple_xattr_space(old->name, old->size));
-		simple_xattr_free(old);
-	}
-	inode_set_ctime_current(inode);
-	if (sbi->pm)
-		morsel_pm_sync_inode(inode);
-	return 0;
-abort:
-	if (sbi->pm)
-		morsel_pm_xattrs_abort(inode, page);
-	return err;
-}
-
-/* An attribute a persistent mount loads: its inode space (no limit). */
-int morsel_xattr_load(struct inode *inode, const char *name, size_t len,
-		      const void *value, size_t size)
-{
-	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
-	struct simple_xattr *old;
-	char *n = kstrndup(name, len, GFP_KERNEL);
-
-	if (!n)
-		return -ENOMEM;
-	old = simple_xattr_set(&MORSEL_I(inode)->xattrs, n, value, size,
-			       XATTR_CREATE);
-	if (!IS_ERR(old))
-		atomic_long_add(simple_xattr_space(n, size), &sbi->ispace);
-	kfree(n);
-	return PTR_ERR_OR_ZERO(old);
-}
-
-static const struct xattr_handler morsel_security_xattr_handler = {
-	.prefix = XATTR_SECURITY_PREFIX,
-	.get = morsel_xattr_get,
-	.set = morsel_xattr_set,
-};
-
-static const struct xattr_handler morsel_trusted_xattr_handler = {
-	.prefix = XATTR_TRUSTED_PREFIX,
-	.get = morsel_xattr_get,
-	.set = morsel_xattr_set,
-};
-
-static const struct xattr_handler morsel_user_xattr_handler = {
-	.prefix = XATTR_USER_PREFIX,
-	.get = morsel_xattr_get,
-	.set = morsel_xattr_set,
-};
-
-static const struct xattr_handler * const morsel_xattr_handlers[] = {
-	&morsel_security_xattr_handler,
-	&morsel_trusted_xattr_handler,
-	&morsel_user_xattr_handler,
-	NULL
-};
 
 /* ---- attributes ---- */
 
@@ -237,6 +103,7 @@ static int morsel_getattr(struct mnt_idmap *idmap, const struct path *path,
 	return 0;
 }
 
+/* chmod, chown, utimes, truncate: of any inode (the VFS's checks). */
 static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 			  struct iattr *attr)
 {
@@ -246,16 +113,20 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	err = setattr_prepare(idmap, dentry, attr);
 	if (err)
 		return err;
-	if ((attr->ia_valid & ATTR_SIZE) && attr->ia_size != i_size_read(inode)) {
+	if ((attr->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode) &&
+	    attr->ia_size != i_size_read(inode)) {
 		err = morsel_resize(inode, attr->ia_size);
 		if (err)
 			return err;
 		inode_set_mtime_to_ts(inode, inode_set_ctime_current(inode));
 	}
 	setattr_copy(idmap, inode, attr);
+	/* The ACL's mask (or owner and other entries) follows the mode. */
+	if ((attr->ia_valid & ATTR_MODE) && !S_ISLNK(inode->i_mode))
+		err = posix_acl_chmod(idmap, dentry, inode->i_mode);
 	if (sb_pm(inode->i_sb))
 		morsel_pm_sync_inode(inode);
-	return 0;
+	return err;
 }
 
 /* ---- inodes ---- */
@@ -272,11 +143,11 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 	struct inode *inode;
 	int err;
 
-	if (ispace_charge(sbi, MORSEL_BOGO_INODE))
+	if (morsel_ispace_charge(sbi, MORSEL_BOGO_INODE))
 		return ERR_PTR(-ENOSPC);
 	inode = new_inode(sb);
 	if (!inode) {
-		ispace_uncharge(sbi, MORSEL_BOGO_INODE);
+		morsel_ispace_uncharge(sbi, MORSEL_BOGO_INODE);
 		return ERR_PTR(-ENOMEM);
 	}
 	inode->i_ino = get_next_ino();
@@ -374,19 +245,37 @@ static int morsel_instantiate(struct inode *dir, struct dentry *dentry,
 	return 0;
 }
 
-/* A new inode, with its record on a persistent instance. */
+/*
+ * A new inode, with its record on a persistent instance, and the ACLs of
+ * @dir's default ACL, which shape @mode first (else the umask does: the
+ * VFS leaves it to a file system with ACLs).
+ */
 static struct inode *morsel_new_inode(struct inode *dir, umode_t mode,
 				      dev_t dev)
 {
-	struct inode *inode = morsel_get_inode(dir->i_sb, dir, mode, dev);
+	struct posix_acl *dacl, *acl;
+	struct inode *inode;
 	int err;
 
-	if (IS_ERR(inode) || !sb_pm(dir->i_sb))
+	err = posix_acl_create(dir, &mode, &dacl, &acl);
+	if (err)
+		return ERR_PTR(err);
+	inode = morsel_get_inode(dir->i_sb, dir, mode, dev);
+	if (IS_ERR(inode)) {
+		posix_acl_release(dacl);
+		posix_acl_release(acl);
 		return inode;
-	err = morsel_pm_new_inode(inode);
+	}
+	err = sb_pm(dir->i_sb) ? morsel_pm_new_inode(inode) : 0;
+	if (err) {
+		posix_acl_release(dacl);
+		posix_acl_release(acl);
+		inode->i_ino = 0;	/* no record to free */
+	} else {
+		err = morsel_acl_store_new(inode, dacl, acl);
+	}
 	if (err) {
 		clear_nlink(inode);
-		inode->i_ino = 0;	/* no record to free */
 		iput(inode);
 		return ERR_PTR(err);
 	}
@@ -433,12 +322,12 @@ static int morsel_symlink(struct mnt_idmap *idmap, struct inode *dir,
 
 	if (len > PATH_MAX)
 		return -ENAMETOOLONG;
-	err = ispace_charge(sbi, len);
+	err = morsel_ispace_charge(sbi, len);
 	if (err)
 		return err;
 	inode = morsel_new_inode(dir, S_IFLNK | 0777, 0);
 	if (IS_ERR(inode)) {
-		ispace_uncharge(sbi, len);
+		morsel_ispace_uncharge(sbi, len);
 		return PTR_ERR(inode);
 	}
 	inode->i_link = kmemdup(target, len, GFP_KERNEL_ACCOUNT);
@@ -448,7 +337,7 @@ static int morsel_symlink(struct mnt_idmap *idmap, struct inode *dir,
 	if (err) {
 		clear_nlink(inode);
 		iput(inode);	/* frees the inode's space, not the target's */
-		ispace_uncharge(sbi, len);
+		morsel_ispace_uncharge(sbi, len);
 		return err;
 	}
 	inode->i_size = len - 1;
@@ -495,7 +384,8 @@ struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 	err = mnt_want_write_file(dirf);
 	if (err)
 		return ERR_PTR(err);
-	mode = mode_strip_sgid(idmap, dir, mode & S_IALLUGO) & ~current_umask();
+	/* the umask, or the directory's default ACL: morsel_new_inode() */
+	mode = mode_strip_sgid(idmap, dir, mode & S_IALLUGO);
 	inode = morsel_new_inode(dir, S_IFREG | mode, 0);
 	if (IS_ERR(inode)) {
 		file = ERR_CAST(inode);
@@ -585,7 +475,7 @@ static void morsel_evict_inode(struct inode *inode)
 	if (S_ISLNK(inode->i_mode) && inode->i_link)
 		space += inode->i_size + 1;
 	simple_xattrs_free(&MORSEL_I(inode)->xattrs, &freed);
-	ispace_uncharge(sbi, space + freed);
+	morsel_ispace_uncharge(sbi, space + freed);
 }
 
 /*
@@ -672,6 +562,10 @@ const struct file_operations morsel_dir_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 };
 
+/*
+ * Every inode has an attribute list and may have ACLs (the VFS asks
+ * ->get_inode_acl of any inode; a symbolic link has none to set).
+ */
 static const struct inode_operations morsel_dir_iops = {
 	.create = morsel_create,
 	.lookup = simple_lookup,
@@ -683,22 +577,32 @@ static const struct inode_operations morsel_dir_iops = {
 	.mknod = morsel_mknod,
 	.rename = morsel_rename,
 	.tmpfile = morsel_tmpfile,
+	.setattr = morsel_setattr,
 	.listxattr = morsel_listxattr,
+	.get_inode_acl = morsel_get_acl,
+	.set_acl = morsel_set_acl,
 };
 
 static const struct inode_operations morsel_file_iops = {
 	.setattr = morsel_setattr,
 	.getattr = morsel_getattr,
 	.listxattr = morsel_listxattr,
+	.get_inode_acl = morsel_get_acl,
+	.set_acl = morsel_set_acl,
 };
 
 static const struct inode_operations morsel_symlink_iops = {
 	.get_link = simple_get_link,
+	.setattr = morsel_setattr,
 	.listxattr = morsel_listxattr,
+	.get_inode_acl = morsel_get_acl,
 };
 
 static const struct inode_operations morsel_special_iops = {
+	.setattr = morsel_setattr,
 	.listxattr = morsel_listxattr,
+	.get_inode_acl = morsel_get_acl,
+	.set_acl = morsel_set_acl,
 };
 
 /* ---- super block and mount options ---- */
@@ -947,6 +851,7 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_magic = MORSELFS_MAGIC;
 	sb->s_op = &morsel_sops;
 	sb->s_xattr = morsel_xattr_handlers;
+	sb->s_flags |= SB_POSIXACL;
 	sb->s_time_gran = 1;
 	if (o->pmem) {
 		/*

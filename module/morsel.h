@@ -3,7 +3,8 @@
  * Internal interface between the parts of the morsel module:
  *   tree.c   the morsel's own page-table tree (populate, free, re-root)
  *   mount.c  mounting a morsel into processes (fault, unmount, vm_ops)
- *   fs.c     morselfs: super block, inodes, xattrs, mount options
+ *   fs.c     morselfs: super block, inodes, mount options
+ *   xattr.c  extended attributes and POSIX ACLs
  *   file.c   file operations: mmap placement, read/write, fallocate
  *   ioctl.c  the MORSEL_IOC_* ioctls
  *   stats.c  global counters in /sys/fs/morselfs
@@ -22,6 +23,8 @@
 #include <linux/uidgid.h>
 #include <linux/mm.h>
 #include <linux/pkeys.h>
+#include <linux/fs.h>
+#include <linux/xattr.h>
 #include <uapi/linux/morsel.h>
 
 #include "pm_format.h"
@@ -227,16 +230,39 @@ int morsel_set_min_order(struct inode *inode, unsigned int order);
 /* A regular file's size changed: on a persistent device too (pm.c). */
 void morsel_size_changed(struct inode *inode);
 
+/* A morselfs inode: the VFS inode and its extended attributes (xattr.c). */
+struct morsel_inode {
+	struct simple_xattrs xattrs;
+	struct inode vfs_inode;
+};
+
+static inline struct morsel_inode *MORSEL_I(struct inode *inode)
+{
+	return container_of(inode, struct morsel_inode, vfs_inode);
+}
+
 /* fs.c */
 extern const struct file_operations morsel_dir_fops;
+int morsel_ispace_charge(struct morsel_sb *sbi, long bytes);
+void morsel_ispace_uncharge(struct morsel_sb *sbi, long bytes);
 void morsel_account_loaded(struct inode *inode);
-int morsel_xattr_load(struct inode *inode, const char *name, size_t len,
-		      const void *value, size_t size);
 int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev);
 struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 				   loff_t size);
 int morselfs_register(void);
 void morselfs_unregister(void);
+
+/* xattr.c */
+struct posix_acl;
+extern const struct xattr_handler * const morsel_xattr_handlers[];
+ssize_t morsel_listxattr(struct dentry *dentry, char *buffer, size_t size);
+int morsel_xattr_load(struct inode *inode, const char *name, size_t len,
+		      const void *value, size_t size);
+struct posix_acl *morsel_get_acl(struct inode *inode, int type, bool rcu);
+int morsel_set_acl(struct mnt_idmap *idmap, struct dentry *dentry,
+		   struct posix_acl *acl, int type);
+int morsel_acl_store_new(struct inode *inode, struct posix_acl *dacl,
+			 struct posix_acl *acl);
 
 /* stats.c */
 extern atomic_long_t morsel_stat_pages;

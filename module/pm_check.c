@@ -335,13 +335,55 @@ static bool mode_ok(__u64 mode)
 
 static const char * const xattr_prefix[] = { "security.", "trusted.", "user." };
 
-/* A name the module's handlers take: a known prefix, a suffix, no NUL. */
-static bool xattr_name_ok(const char *name, unsigned int len)
+/* A POSIX ACL's name (xattr.c), whole; the default ACL is a directory's. */
+static const char acl_access[] = "system.posix_acl_access";
+static const char acl_default[] = "system.posix_acl_default";
+
+static bool is_name(const char *name, unsigned int len, const char *s)
 {
-	unsigned int i, n;
+	return len == strlen(s) && !memcmp(name, s, len);
+}
+
+/*
+ * An ACL the kernel parses (posix_acl_from_xattr): version 2, then
+ * entries of 8 bytes (tag, permissions, id), each tag a known one.
+ */
+static bool acl_ok(const __u8 *v, unsigned int len)
+{
+	__u32 version;
+	__u16 tag;
+	unsigned int off;
+
+	if (len < 4 || (len - 4) % 8)
+		return false;
+	memcpy(&version, v, 4);
+	if (version != 2)
+		return false;
+	for (off = 4; off < len; off += 8) {
+		memcpy(&tag, v + off, 2);
+		if (tag != 0x01 && tag != 0x02 && tag != 0x04 && tag != 0x08 &&
+		    tag != 0x10 && tag != 0x20)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * An attribute the module takes on an inode of @mode: a name with a known
+ * prefix, a suffix and no NUL, or a well-formed ACL where one can be.
+ */
+static bool xattr_ok(const struct mpm_xattr *x, __u64 mode)
+{
+	const char *name = mpm_xattr_name(x);
+	unsigned int i, n, len = x->name_len;
 
 	if (memchr(name, 0, len))
 		return false;
+	if (is_name(name, len, acl_access) || is_name(name, len, acl_default))
+		return acl_ok(mpm_xattr_value(x), x->value_len) &&
+		       (mode & S_IFMT) != S_IFLNK &&
+		       (is_name(name, len, acl_access) ||
+			(mode & S_IFMT) == S_IFDIR);
 	for (i = 0; i < ARRAY_SIZE(xattr_prefix); i++) {
 		n = strlen(xattr_prefix[i]);
 		if (len > n && !memcmp(name, xattr_prefix[i], n))
@@ -354,7 +396,7 @@ static bool xattr_name_ok(const char *name, unsigned int len)
  * The attribute page of inode @ino: a leaf entry (walked, so relocated, in
  * its place in the walk order: after the inode's tree), and a list that
  * stays inside the page, of names of 1..255 bytes that the module takes,
- * none twice.
+ * none twice, and ACLs it can parse.
  */
 static void walk_xattrs(struct mpm_fs *fs, struct mpm_inode *in, __u64 ino)
 {
@@ -376,8 +418,8 @@ static void walk_xattrs(struct mpm_fs *fs, struct mpm_inode *in, __u64 ino)
 			why = "runs off its page";
 			break;
 		}
-		if (!xattr_name_ok(mpm_xattr_name(x), x->name_len))
-			why = "has a bad name";
+		if (!xattr_ok(x, in->mode))
+			why = "has a bad name or ACL";
 		for (o = 0; !why && o < off; o += MPM_XATTR_SPACE(y->name_len, y->value_len)) {
 			y = (const struct mpm_xattr *)(page + o);
 			if (y->name_len == x->name_len &&

@@ -2,6 +2,7 @@
 /*
  * fs_test: morselfs as a file system, compared with tmpfs: symbolic links,
  * hard links, FIFOs, sockets, device nodes, O_TMPFILE, extended attributes,
+ * POSIX ACLs,
  * the mode=, uid= and gid= mount options, RENAME_NOREPLACE and
  * RENAME_EXCHANGE, and what each kind of inode takes from nr_inodes=.
  * statfs totals and st_blocks of data pages are asserted in safety_test
@@ -595,13 +596,13 @@ TEST(xattr_user_namespace)
 	memcpy(big, "user.", 5);
 	big[256] = 0;
 	ASSERT_ERRNO(ERANGE, setxattr(mpath("xa"), big, "v", 1, 0));
-	/* an unknown namespace; no POSIX ACLs */
+	/* an unknown namespace; a malformed ACL (posix_acls has good ones) */
 	ASSERT_ERRNO(EOPNOTSUPP, setxattr(mpath("xa"), "other.a", "v", 1, 0));
 	ASSERT_ERRNO(EOPNOTSUPP, getxattr(mpath("xa"), "other.a", buf, sizeof(buf)));
-	ASSERT_ERRNO(EOPNOTSUPP, setxattr(mpath("xa"), "system.posix_acl_access",
-					  "\2\0\0\0", 4, 0));
-	ASSERT_ERRNO(EOPNOTSUPP, getxattr(mpath("xa"), "system.posix_acl_access",
-					  buf, sizeof(buf)));
+	ASSERT_ERRNO(EINVAL, setxattr(mpath("xa"), "system.posix_acl_access",
+				      "\2\0\0\0\1", 5, 0));
+	ASSERT_ERRNO(ENODATA, getxattr(mpath("xa"), "system.posix_acl_access",
+				       buf, sizeof(buf)));
 	/* user.* on a directory; not on a symlink or a FIFO (VFS) */
 	ASSERT_EQ(0, mkdir(mpath("xa-dir"), 0755));
 	ASSERT_EQ(0, setxattr(mpath("xa-dir"), "user.d", "dir", 3, 0));
@@ -652,6 +653,154 @@ TEST(setgid_directory_inherited)
 	EXPECT_EQ(0644, st.st_mode & 07777);
 	EXPECT_EQ(1234, st.st_gid);
 	system("rm -rf $MORSEL_MNT/sgid");
+}
+
+/* The first entry of @tag in the ACL @acl of @len bytes; NULL if none. */
+static const struct acl_ent *acl_find(const char *acl, ssize_t len, int tag)
+{
+	const struct acl_ent *e;
+
+	for (e = (const void *)(acl + 4); (const char *)(e + 1) <= acl + len; e++)
+		if (e->tag == tag)
+			return e;
+	return NULL;
+}
+
+/* Can nobody (uid 65534) open @path with @flags?  1, 0 (EACCES) or -1. */
+static int nobody_opens(const char *path, int flags)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (!pid) {
+		if (become_nobody())
+			_exit(2);
+		fd = open(path, flags);
+		_exit(fd >= 0 ? 1 : errno == EACCES ? 0 : 3);
+	}
+	return pid < 0 ? -1 : child_status(pid);
+}
+
+/*
+ * POSIX ACLs, as on tmpfs: an access ACL grants a named user what the
+ * mode does not, its mask is the mode's group bits (and chmod sets it);
+ * one that says no more than the mode is the mode alone; a directory's
+ * default ACL is inherited by what is made in it, umask ignored; listed
+ * once; none on a symbolic link or as a file's default.
+ */
+TEST(posix_acls)
+{
+	const struct acl_ent grant[] = {
+		{ 1, 6, -1 }, { 2, 4, 65534 }, { 4, 0, -1 }, { 16, 4, -1 }, { 32, 0, -1 },
+	}, plain[] = {
+		{ 1, 6, -1 }, { 4, 4, -1 }, { 32, 0, -1 },
+	}, dflt[] = {
+		{ 1, 7, -1 }, { 2, 7, 65534 }, { 4, 5, -1 }, { 16, 7, -1 }, { 32, 0, -1 },
+	};
+	char acl[256], got[256], list[256];
+	const struct acl_ent *e;
+	struct stat st;
+	ssize_t n, len;
+	int fd;
+
+	unlink(mpath("acl"));
+	unlink(mpath("acl-link"));
+	system("rm -rf $MORSEL_MNT/acl-dir");
+	ASSERT_EQ(0, put(mpath("acl"), "secret"));
+	ASSERT_EQ(0, chmod(mpath("acl"), 0600));
+	EXPECT_EQ(0, nobody_opens(mpath("acl"), O_RDONLY));
+
+	/* an access ACL: nobody may read, not write; group bits = mask */
+	len = acl_xattr(acl, grant, 5);
+	ASSERT_EQ(0, setxattr(mpath("acl"), "system.posix_acl_access", acl, len, 0));
+	ASSERT_EQ(0, stat(mpath("acl"), &st));
+	EXPECT_EQ(0640, st.st_mode & 07777);
+	ASSERT_EQ(len, getxattr(mpath("acl"), "system.posix_acl_access", got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(acl, got, len));
+	EXPECT_EQ(1, nobody_opens(mpath("acl"), O_RDONLY));
+	EXPECT_EQ(0, nobody_opens(mpath("acl"), O_WRONLY));
+	ASSERT_EQ(0, setxattr(mpath("acl"), "user.x", "1", 1, 0));
+	n = listxattr(mpath("acl"), list, sizeof(list));
+	EXPECT_EQ(sizeof("system.posix_acl_access") + sizeof("user.x"), n);
+	EXPECT_TRUE(listed(list, n, "system.posix_acl_access"));
+	EXPECT_EQ(n, listxattr(mpath("acl"), NULL, 0));
+	ASSERT_ERRNO(ERANGE, listxattr(mpath("acl"), list, n - 1));
+
+	/* chmod sets the mask: nobody loses read */
+	ASSERT_EQ(0, chmod(mpath("acl"), 0600));
+	ASSERT_EQ(len, getxattr(mpath("acl"), "system.posix_acl_access", got, sizeof(got)));
+	e = acl_find(got, len, 16);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(0, e->perm);
+	EXPECT_EQ(0, nobody_opens(mpath("acl"), O_RDONLY));
+
+	/* an ACL the mode says all of is the mode: no attribute is left */
+	len = acl_xattr(acl, plain, 3);
+	ASSERT_EQ(0, setxattr(mpath("acl"), "system.posix_acl_access", acl, len, 0));
+	ASSERT_EQ(0, stat(mpath("acl"), &st));
+	EXPECT_EQ(0640, st.st_mode & 07777);
+	ASSERT_ERRNO(ENODATA, getxattr(mpath("acl"), "system.posix_acl_access",
+				       got, sizeof(got)));
+	ASSERT_EQ(0, removexattr(mpath("acl"), "user.x"));
+	EXPECT_EQ(0, listxattr(mpath("acl"), list, sizeof(list)));
+	/* no default ACL on a file, no ACL on a symbolic link */
+	len = acl_xattr(acl, dflt, 5);
+	ASSERT_ERRNO(EACCES, setxattr(mpath("acl"), "system.posix_acl_default", acl, len, 0));
+	ASSERT_EQ(0, symlink("acl", mpath("acl-link")));
+	ASSERT_ERRNO(EOPNOTSUPP, lsetxattr(mpath("acl-link"), "system.posix_acl_access",
+					   acl, acl_xattr(acl, grant, 5), 0));
+
+	/* a default ACL: inherited, and the umask does not apply */
+	umask(022);
+	ASSERT_EQ(0, mkdir(mpath("acl-dir"), 0700));
+	len = acl_xattr(acl, dflt, 5);
+	ASSERT_EQ(0, setxattr(mpath("acl-dir"), "system.posix_acl_default", acl, len, 0));
+	fd = open(mpath("acl-dir/f"), O_CREAT | O_WRONLY, 0666);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, stat(mpath("acl-dir/f"), &st));
+	EXPECT_EQ(0660, st.st_mode & 07777);
+	n = getxattr(mpath("acl-dir/f"), "system.posix_acl_access", got, sizeof(got));
+	ASSERT_EQ(len, n);
+	e = acl_find(got, n, 2);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(65534, e->id);
+	EXPECT_EQ(7, e->perm);	/* its own; the mask (rw-) limits it */
+	e = acl_find(got, n, 16);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(6, e->perm);
+	ASSERT_ERRNO(ENODATA, getxattr(mpath("acl-dir/f"), "system.posix_acl_default",
+				       got, sizeof(got)));
+	ASSERT_EQ(0, mkdir(mpath("acl-dir/sub"), 0777));
+	ASSERT_EQ(0, stat(mpath("acl-dir/sub"), &st));
+	EXPECT_EQ(0770, st.st_mode & 07777);
+	ASSERT_EQ(len, getxattr(mpath("acl-dir/sub"), "system.posix_acl_default",
+				got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(acl, got, len));
+	/* MORSEL_IOC_CREATE in the directory, as O_TMPFILE there */
+	fd = open(mpath("acl-dir"), O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd);
+	{
+		int mfd = morsel_create_unnamed(fd, PG, 0644);
+
+		ASSERT_LE(0, mfd);
+		ASSERT_EQ(0, fstat(mfd, &st));
+		EXPECT_EQ(0640, st.st_mode & 07777);	/* not 0644 (umask) */
+		close(mfd);
+	}
+	close(fd);
+	/* without the default ACL the umask is back */
+	ASSERT_EQ(0, removexattr(mpath("acl-dir"), "system.posix_acl_default"));
+	fd = open(mpath("acl-dir/g"), O_CREAT | O_WRONLY, 0666);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, stat(mpath("acl-dir/g"), &st));
+	EXPECT_EQ(0644, st.st_mode & 07777);
+	ASSERT_ERRNO(ENODATA, getxattr(mpath("acl-dir/g"), "system.posix_acl_access",
+				       got, sizeof(got)));
+	unlink(mpath("acl"));
+	unlink(mpath("acl-link"));
+	system("rm -rf $MORSEL_MNT/acl-dir");
 }
 
 TEST(xattr_trusted_root_only)

@@ -5,8 +5,9 @@
  * lifecycle_test, ...): paths in the suite's morselfs, fresh morsels,
  * running an access in a child to see which signal it gets, a call that
  * must fail with an errno, dropping privileges, private morselfs
- * instances and their options in /proc/mounts, writing a control file,
- * and reading a counter of the module.  No locking: each TEST is a
+ * instances and their options in /proc/mounts, POSIX ACLs in their
+ * xattr form, writing a control file, and reading a counter of the
+ * module.  No locking: each TEST is a
  * process.  Include it after kselftest_harness.h.
  */
 #ifndef MORSEL_KSFT_UTIL_H
@@ -118,6 +119,26 @@ static inline int mnt_is_persistent(void)
 
 	proc_mount_opts(m ? m : "/tmp/morsel", opts, sizeof(opts));
 	return strstr(opts, "pmem=") != NULL;
+}
+
+/*
+ * A POSIX ACL as system.posix_acl_access and _default hold it: version 2,
+ * then @n entries (tags as <sys/acl.h> numbers them: 1 user::, 2 user:ID,
+ * 4 group::, 8 group:ID, 16 mask::, 32 other::; permissions 4 r, 2 w,
+ * 1 x), written to @buf.  Returns its length.
+ */
+struct acl_ent {
+	uint16_t tag, perm;
+	uint32_t id;
+};
+
+static inline size_t acl_xattr(void *buf, const struct acl_ent *e, int n)
+{
+	uint32_t version = 2;
+
+	memcpy(buf, &version, 4);
+	memcpy((char *)buf + 4, e, n * sizeof(*e));
+	return 4 + n * sizeof(*e);
 }
 
 /* Write the string @s to the file @path (sysfs, cgroupfs); 0 or -1. */

@@ -193,9 +193,13 @@ found:
 	return &de[s];
 }
 
-/* Attributes of @ino: @n names (with their prefix) with values. */
-static inline void pmi_xattrs(struct pm_image *im, __u64 ino, const char *const *names,
-			      const char *const *values, unsigned int n)
+/*
+ * Attributes of @ino: @n names (with their prefix) with values of @lens
+ * bytes (NULL: strings).
+ */
+static inline void pmi_xattrs_n(struct pm_image *im, __u64 ino, const char *const *names,
+				const char *const *values, const unsigned int *lens,
+				unsigned int n)
 {
 	struct mpm_inode *in = pmi_rec(im, ino);
 	__u64 page = pmi_page(im), off = 0;
@@ -204,7 +208,7 @@ static inline void pmi_xattrs(struct pm_image *im, __u64 ino, const char *const 
 	for (i = 0; i < n; i++) {
 		__u8 *p = im->fs.dev + page * PMI_PG + off;
 		struct mpm_xattr x = { .name_len = strlen(names[i]),
-				       .value_len = strlen(values[i]) };
+				       .value_len = lens ? lens[i] : strlen(values[i]) };
 
 		memcpy(p, &x, sizeof(x));
 		memcpy(p + sizeof(x), names[i], x.name_len);
@@ -212,6 +216,12 @@ static inline void pmi_xattrs(struct pm_image *im, __u64 ino, const char *const 
 		off += MPM_XATTR_SPACE(x.name_len, x.value_len);
 	}
 	in->xattr = pmi_leaf(im, page);
+}
+
+static inline void pmi_xattrs(struct pm_image *im, __u64 ino, const char *const *names,
+			      const char *const *values, unsigned int n)
+{
+	pmi_xattrs_n(im, ino, names, values, NULL, n);
 }
 
 /* A symbolic link @ino to @target. */
@@ -368,6 +378,43 @@ static inline void pmi_m1_xattr_no_prefix(struct pm_image *im)
 	pmi_xattrs(im, 11, xn, xv, 2);
 }
 
+/*
+ * POSIX ACLs (xattr.c, in posix_acl_xattr.h's form): "user::rw-
+ * user:1000:r-- group::r-- mask::r-- other::---" with a tag changed to
+ * @bad (0: none), as @name of inode @ino.
+ */
+static inline void pmi_acl(struct pm_image *im, __u64 ino, const char *name, __u16 bad)
+{
+	const __u16 e[] = { 1, 6, 0xffff, 0xffff, 2, 4, 1000, 0, 4, 4, 0xffff, 0xffff,
+			    16, 4, 0xffff, 0xffff, 32, 0, 0xffff, 0xffff };
+	char v[4 + sizeof(e)] = { 2 };	/* version 2, little-endian */
+	const char *xn[] = { name }, *xv[] = { v };
+	unsigned int len = sizeof(v);
+
+	memcpy(v + 4, e, sizeof(e));
+	if (bad)
+		memcpy(v + 4 + 8, &bad, 2);	/* the second entry's tag */
+	pmi_xattrs_n(im, ino, xn, xv, &len, 1);
+}
+
+/* ACLs a mount takes: a file's access ACL, a directory's default ACL. */
+static inline void pmi_acls(struct pm_image *im)
+{
+	pmi_acl(im, 11, "system.posix_acl_access", 0);
+	pmi_acl(im, PMI_SUB, "system.posix_acl_default", 0);
+}
+
+/* An ACL with an unknown tag; a default ACL on a regular file. */
+static inline void pmi_acl_bad_tag(struct pm_image *im)
+{
+	pmi_acl(im, 11, "system.posix_acl_access", 0x40);
+}
+
+static inline void pmi_acl_default_on_file(struct pm_image *im)
+{
+	pmi_acl(im, 11, "system.posix_acl_default", 0);
+}
+
 /* M1: a FIFO with a page; a directory with a punch under way. */
 static inline void pmi_m1_special_with_data(struct pm_image *im)
 {
@@ -473,6 +520,9 @@ static const struct pmi_case pmi_cases[] = {
 	{ "m1-huge-directory", pmi_m1_huge_directory, true },
 	{ "m1-xattr-twice", pmi_m1_xattr_twice, true },
 	{ "m1-xattr-no-prefix", pmi_m1_xattr_no_prefix, true },
+	{ "acls", pmi_acls, false },
+	{ "acl-bad-tag", pmi_acl_bad_tag, true },
+	{ "acl-default-on-file", pmi_acl_default_on_file, true },
 	{ "m1-special-with-data", pmi_m1_special_with_data, true },
 	{ "m1-punched-directory", pmi_m1_punched_directory, true },
 	{ "dir-named-twice", pmi_dir_named_twice, true },

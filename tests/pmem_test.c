@@ -226,6 +226,54 @@ TEST_F(pm, xattrs_survive_unmount)
 	EXPECT_EQ(before + 1, free_pages());	/* f's data page too */
 }
 
+/*
+ * POSIX ACLs are attributes of the inode's page too: an access ACL and a
+ * directory's default ACL survive, and so do what they gave a new file
+ * (its ACL and mode); chmod's new mask too.  fsck finds it clean
+ * (teardown), and refuses a page whose ACL the kernel could not parse.
+ */
+TEST_F(pm, posix_acls_survive_unmount)
+{
+	const struct acl_ent grant[] = {
+		{ 1, 6, -1 }, { 2, 4, 1000 }, { 4, 0, -1 }, { 16, 4, -1 }, { 32, 0, -1 },
+	}, dflt[] = {
+		{ 1, 7, -1 }, { 4, 5, -1 }, { 8, 5, 1000 }, { 16, 7, -1 }, { 32, 0, -1 },
+	};
+	char acl[128], dacl[128], buf[128];
+	ssize_t len, dlen;
+	struct stat st;
+
+	put(p("f"), "file");
+	ASSERT_EQ(0, mkdir(p("d"), 0700));
+	len = acl_xattr(acl, grant, 5);
+	dlen = acl_xattr(dacl, dflt, 5);
+	ASSERT_EQ(0, setxattr(p("f"), "system.posix_acl_access", acl, len, 0));
+	ASSERT_EQ(0, setxattr(p("d"), "system.posix_acl_default", dacl, dlen, 0));
+	umask(022);
+	put(p("d/new"), "new");		/* 0644 asked: 0640 by the default ACL */
+	ASSERT_EQ(0, remount());
+
+	ASSERT_EQ(len, getxattr(p("f"), "system.posix_acl_access", buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, acl, len));
+	ASSERT_EQ(0, stat(p("f"), &st));
+	EXPECT_EQ(0640, st.st_mode & 07777);
+	ASSERT_EQ(dlen, getxattr(p("d"), "system.posix_acl_default", buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, dacl, dlen));
+	ASSERT_EQ(0, stat(p("d/new"), &st));
+	EXPECT_EQ(0640, st.st_mode & 07777);
+	ASSERT_EQ(dlen, getxattr(p("d/new"), "system.posix_acl_access", buf, sizeof(buf)));
+	EXPECT_EQ(1000, ((struct acl_ent *)(buf + 4))[2].id);
+
+	/* chmod rewrites the stored mask */
+	ASSERT_EQ(0, chmod(p("f"), 0600));
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(len, getxattr(p("f"), "system.posix_acl_access", buf, sizeof(buf)));
+	EXPECT_EQ(16, ((struct acl_ent *)(buf + 4))[3].tag);
+	EXPECT_EQ(0, ((struct acl_ent *)(buf + 4))[3].perm);
+	ASSERT_EQ(0, stat(p("f"), &st));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+}
+
 /* The process's own page tables lead into the device: PMD and PTE tables. */
 TEST_F(pm, mapping_walks_device_memory)
 {
