@@ -44,6 +44,10 @@ def results(out, cfg):
         if m:
             cur = m.group(1)
             rest = (m.group(2) or '').strip()
+            if '[expunged]' in rest:
+                # Left out (check -E, tests/fstests/too-slow): shown as "-".
+                cur = None
+                continue
             if '[not run]' in rest:
                 out_[cur] = ('notrun', rest.split('[not run]', 1)[1].strip())
             elif FAILURE.search(rest):
