@@ -267,13 +267,12 @@ static struct inode *morsel_new_inode(struct inode *dir, umode_t mode,
 		return inode;
 	}
 	err = sb_pm(dir->i_sb) ? morsel_pm_new_inode(inode) : 0;
-	if (err) {
-		posix_acl_release(dacl);
-		posix_acl_release(acl);
+	if (err)
 		inode->i_ino = 0;	/* no record to free */
-	} else {
+	else
 		err = morsel_acl_store_new(inode, dacl, acl);
-	}
+	posix_acl_release(dacl);
+	posix_acl_release(acl);
 	if (err) {
 		clear_nlink(inode);
 		iput(inode);

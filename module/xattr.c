@@ -292,8 +292,8 @@ int morsel_set_acl(struct mnt_idmap *idmap, struct dentry *dentry,
 /*
  * A new inode's ACLs, as posix_acl_create() made them from its directory's
  * default ACL (fs.c: before the inode, as they shape its mode): stored,
- * after a persistent instance wrote the inode's record, and dropped.
- * Return: 0, -ENOSPC or -ENOMEM.
+ * after a persistent instance wrote the inode's record, and cached (the
+ * caller keeps its references).  Return: 0, -ENOSPC or -ENOMEM.
  */
 int morsel_acl_store_new(struct inode *inode, struct posix_acl *dacl,
 			 struct posix_acl *acl)
@@ -308,7 +308,5 @@ int morsel_acl_store_new(struct inode *inode, struct posix_acl *dacl,
 		set_cached_acl(inode, ACL_TYPE_DEFAULT, dacl);
 		set_cached_acl(inode, ACL_TYPE_ACCESS, acl);
 	}
-	posix_acl_release(dacl);
-	posix_acl_release(acl);
 	return err;
 }
