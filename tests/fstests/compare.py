@@ -23,8 +23,18 @@ SUMMARY = ('Ran:', 'Not run:', 'Failures:')
 
 
 def results(out, cfg):
+    """{test: (status, message)} of one configuration: its check's output
+    (OUT/CFG.log) and, after a parallel run, that of the tests it ran
+    alone afterwards (OUT/CFG.alone.log; tests/fstests/alone)."""
+    res = {}
+    for log in (cfg + '.log', cfg + '.alone.log'):
+        res.update(results_of(out, cfg, log))
+    return res
+
+
+def results_of(out, cfg, log):
     """{test: (status, message)}, status one of pass, fail, notrun, from
-    check's output (tests/fstests/run keeps it as OUT/CFG.log; fstests'
+    check's output (tests/fstests/run keeps it as OUT/LOG; fstests'
     xunit report is not asked for: check writes it again before every
     test, 13 s each under the normal kernel).  The lines check ends with
     ("Ran:", "Not run:", "Failures:") decide; a run cut short has none,
@@ -32,7 +42,7 @@ def results(out, cfg):
     failure's message is its first line saying why, a test not run's the
     reason fstests wrote (OUT/CFG/generic/N.notrun)."""
     try:
-        with open(os.path.join(out, cfg + '.log'), errors='replace') as f:
+        with open(os.path.join(out, log), errors='replace') as f:
             lines = f.read().splitlines()
     except OSError:
         return {}
