@@ -239,11 +239,12 @@ powercut: build
 # fsx, FSX_OPS operations (default 10^6, 0: none) per morselfs
 # configuration.  Results in .build/fstests/GROUP[-k-of-N][-debug].
 # PARALLEL=1 runs the three configurations at once (the default for
-# GROUP=auto), SERIAL=1 one after the other.
+# GROUP=auto), SERIAL=1 one after the other.  LIMIT=MIN: a test still
+# running after MIN minutes is cut and shown as "cut" (default 40, 0: none).
 .PHONY: fstests
 fstests: build
 	@tests/fstests/vm-check --group $${GROUP:-quick} $${PART:+--part $$PART} $${FSX_OPS:+--fsx-ops $$FSX_OPS} \
-		$${CONFIGS:+--configs $$CONFIGS} $${DEBUG:+--debug} $${PARALLEL:+--parallel} $${SERIAL:+--serial} \
+		$${CONFIGS:+--configs $$CONFIGS} $${DEBUG:+--debug} $${PARALLEL:+--parallel} $${SERIAL:+--serial} $${LIMIT:+--limit $$LIMIT} \
 		$${TESTS:-}
 
 # stress-ng's file-system and VM stressors (tests/stress) on tmpfs, morselfs

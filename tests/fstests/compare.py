@@ -40,7 +40,8 @@ def results_of(out, cfg, log):
     ("Ran:", "Not run:", "Failures:") decide; a run cut short has none,
     and then a test check started and did not finish has failed.  A
     failure's message is its first line saying why, a test not run's the
-    reason fstests wrote (OUT/CFG/generic/N.notrun)."""
+    reason fstests wrote (OUT/CFG/generic/N.notrun).  A test
+    tests/fstests/run cut at its --limit (OUT/LOG.cut) is "cut"."""
     try:
         with open(os.path.join(out, log), errors='replace') as f:
             lines = f.read().splitlines()
@@ -90,6 +91,15 @@ def results_of(out, cfg, log):
             else:
                 st, msg = 'pass', ''
             out_[t] = (st, msg)
+    # Tests tests/fstests/run cut at its --limit: "TEST SECONDS" a line.
+    try:
+        with open(os.path.join(out, log + '.cut')) as f:
+            for line in f:
+                w = line.split()
+                if len(w) == 2:
+                    out_[w[0]] = ('cut', 'cut after %s s (--limit)' % w[1])
+    except OSError:
+        pass
     return out_
 
 
@@ -158,7 +168,8 @@ def main():
     for c in a.configs:
         sts = [s for s, _ in res[c].values()]
         print('%-12s passed %4d  failed %4d  not run %4d' % (
-            c, sts.count('pass'), sts.count('fail'), sts.count('notrun')))
+            c, sts.count('pass'), sts.count('fail'), sts.count('notrun'))
+            + ('  cut %4d' % sts.count('cut') if 'cut' in sts else ''))
     for n in notes:
         print(n)
     for c in a.configs:
