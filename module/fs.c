@@ -99,7 +99,12 @@ static int morsel_getattr(struct mnt_idmap *idmap, const struct path *path,
 	struct morsel *m = inode->i_private;
 
 	generic_fillattr(idmap, request_mask, inode, stat);
-	stat->blocks = (u64)atomic_long_read(&m->nr_pages) << (PAGE_SHIFT - 9);
+	if (request_mask & STATX_BTIME) {
+		stat->result_mask |= STATX_BTIME;
+		stat->btime = MORSEL_I(inode)->btime;
+	}
+	if (S_ISREG(inode->i_mode))
+		stat->blocks = (u64)atomic_long_read(&m->nr_pages) << (PAGE_SHIFT - 9);
 	return 0;
 }
 
@@ -152,7 +157,7 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 	}
 	inode->i_ino = get_next_ino();
 	inode_init_owner(&nop_mnt_idmap, inode, dir, mode);
-	simple_inode_init_ts(inode);
+	MORSEL_I(inode)->btime = simple_inode_init_ts(inode);
 	/* with the set-group-ID bit a directory inherits (inode_init_owner) */
 	err = morsel_setup_inode(inode, inode->i_mode, dev);
 	if (err) {
@@ -577,6 +582,7 @@ static const struct inode_operations morsel_dir_iops = {
 	.rename = morsel_rename,
 	.tmpfile = morsel_tmpfile,
 	.setattr = morsel_setattr,
+	.getattr = morsel_getattr,
 	.listxattr = morsel_listxattr,
 	.get_inode_acl = morsel_get_acl,
 	.set_acl = morsel_set_acl,
@@ -593,12 +599,14 @@ static const struct inode_operations morsel_file_iops = {
 static const struct inode_operations morsel_symlink_iops = {
 	.get_link = simple_get_link,
 	.setattr = morsel_setattr,
+	.getattr = morsel_getattr,
 	.listxattr = morsel_listxattr,
 	.get_inode_acl = morsel_get_acl,
 };
 
 static const struct inode_operations morsel_special_iops = {
 	.setattr = morsel_setattr,
+	.getattr = morsel_getattr,
 	.listxattr = morsel_listxattr,
 	.get_inode_acl = morsel_get_acl,
 	.set_acl = morsel_set_acl,

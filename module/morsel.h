@@ -230,9 +230,14 @@ int morsel_set_min_order(struct inode *inode, unsigned int order);
 /* A regular file's size changed: on a persistent device too (pm.c). */
 void morsel_size_changed(struct inode *inode);
 
-/* A morselfs inode: the VFS inode and its extended attributes (xattr.c). */
+/*
+ * A morselfs inode: the VFS inode, its extended attributes (xattr.c) and
+ * its creation time (statx's btime, as tmpfs's i_crtime; on a device in
+ * the record's btime).
+ */
 struct morsel_inode {
 	struct simple_xattrs xattrs;
+	struct timespec64 btime;
 	struct inode vfs_inode;
 };
 

@@ -1189,6 +1189,7 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	inode_set_atime_to_ts(inode, ns_ts(rec->atime));
 	inode_set_mtime_to_ts(inode, ns_ts(rec->mtime));
 	inode_set_ctime_to_ts(inode, ns_ts(rec->ctime));
+	MORSEL_I(inode)->btime = ns_ts(rec->btime);
 	if (!S_ISDIR(inode->i_mode))
 		set_nlink(inode, mpm_links(&pm->fs, ino));
 	if (S_ISREG(inode->i_mode)) {

@@ -29,6 +29,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -1162,6 +1163,60 @@ TEST(rename_noreplace_exchange)
 	ASSERT_ERRNO(EINVAL, renameat2(AT_FDCWD, mpath("rn-a"), AT_FDCWD,
 				       mpath("rn-w"), RENAME_WHITEOUT));
 	EXPECT_EQ(0, system("rm -rf /tmp/morsel/rn-*"));
+}
+
+/* ---- creation time ---- */
+
+/* @path's btime (statx STATX_BTIME) in seconds; -1 if not reported. */
+static long long btime_of(const char *path)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) ||
+	    !(sx.stx_mask & STATX_BTIME))
+		return -1;
+	return sx.stx_btime.tv_sec;
+}
+
+/*
+ * Every kind of inode reports its creation time, as tmpfs does (fstests
+ * generic/528): taken at creation, moved by nothing afterwards (a write,
+ * utimensat, chmod, a rename).
+ */
+TEST(btime_every_inode_kind)
+{
+	static const char *const names[] = { "bt-file", "bt-dir", "bt-link", "bt-fifo" };
+	struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
+	time_t t0, t1;
+	unsigned int i;
+	long long b;
+
+	for (i = 0; i < 4; i++) {
+		unlink(mpath(names[i]));
+		rmdir(mpath(names[i]));
+	}
+	t0 = time(NULL);
+	ASSERT_EQ(0, put(mpath("bt-file"), "x"));
+	ASSERT_EQ(0, mkdir(mpath("bt-dir"), 0755));
+	ASSERT_EQ(0, symlink("bt-file", mpath("bt-link")));
+	ASSERT_EQ(0, mkfifo(mpath("bt-fifo"), 0644));
+	t1 = time(NULL);
+	for (i = 0; i < 4; i++) {
+		b = btime_of(mpath(names[i]));
+		EXPECT_LE((long long)t0, b) TH_LOG("%s", names[i]);
+		EXPECT_GE((long long)t1, b) TH_LOG("%s", names[i]);
+		ASSERT_EQ(0, utimensat(AT_FDCWD, mpath(names[i]), old, AT_SYMLINK_NOFOLLOW));
+		EXPECT_EQ(b, btime_of(mpath(names[i]))) TH_LOG("%s", names[i]);
+	}
+	b = btime_of(mpath("bt-file"));
+	ASSERT_EQ(0, put(mpath("bt-file"), "yy"));
+	ASSERT_EQ(0, chmod(mpath("bt-file"), 0600));
+	ASSERT_EQ(0, rename(mpath("bt-file"), mpath("bt-file2")));
+	EXPECT_EQ(b, btime_of(mpath("bt-file2")));
+	unlink(mpath("bt-file2"));
+	rmdir(mpath("bt-dir"));
+	unlink(mpath("bt-link"));
+	unlink(mpath("bt-fifo"));
 }
 
 TEST_HARNESS_MAIN

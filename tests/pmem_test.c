@@ -35,6 +35,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -174,6 +175,28 @@ TEST_F(pm, times_survive_unmount)
 	EXPECT_EQ(before.st_atim.tv_nsec, after.st_atim.tv_nsec);
 	EXPECT_EQ(before.st_ctim.tv_nsec, after.st_ctim.tv_nsec);
 	EXPECT_STREQ("wxyz", get(p("t")));
+}
+
+/* The creation time (statx's btime) is on the device, to the nanosecond. */
+TEST_F(pm, btime_survives_unmount)
+{
+	struct statx before, after;
+	time_t t0 = time(NULL);
+
+	put(p("b"), "abcd");
+	ASSERT_EQ(0, mkdir(p("bd"), 0755));
+	ASSERT_EQ(0, statx(AT_FDCWD, p("b"), 0, STATX_BTIME, &before));
+	ASSERT_TRUE(before.stx_mask & STATX_BTIME);
+	EXPECT_LE(t0, before.stx_btime.tv_sec);
+	EXPECT_GE(time(NULL), before.stx_btime.tv_sec);
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(0, statx(AT_FDCWD, p("b"), 0, STATX_BTIME, &after));
+	ASSERT_TRUE(after.stx_mask & STATX_BTIME);
+	EXPECT_EQ(before.stx_btime.tv_sec, after.stx_btime.tv_sec);
+	EXPECT_EQ(before.stx_btime.tv_nsec, after.stx_btime.tv_nsec);
+	ASSERT_EQ(0, statx(AT_FDCWD, p("bd"), 0, STATX_BTIME, &after));
+	ASSERT_TRUE(after.stx_mask & STATX_BTIME);
+	EXPECT_LE(t0, after.stx_btime.tv_sec);
 }
 
 /*
