@@ -31,11 +31,18 @@
  * 01777 and the mounter, as tmpfs); a remount with them changes the root
  * directory (tmpfs ignores them on remount).
  *
+ * A persistent instance belongs to its device, as a disk file system's
+ * does: a second mount of a mounted device gives the same instance (the
+ * same super block, with its anonymous st_dev), found by the device's
+ * number under sget_fc()'s sb_lock; a second mount that differs from the
+ * first in read-only state is refused with -EBUSY, as get_tree_bdev does.
+ *
  * Locking: the VFS's (i_rwsem of the directories; i_rwsem of the inode
  * around setattr; s_umount for remount, which also takes the root
  * directory's i_rwsem to change it; xattr.c has the attributes' rules).
  * The inode space is a cmpxchg loop against nr_inodes=.
  */
+#include <linux/blkdev.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -839,18 +846,14 @@ static int morsel_parse_param(struct fs_context *fc,
 static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 {
 	struct morsel_opts *o = fc->fs_private;
-	struct morsel_sb *sbi;
+	struct morsel_sb *sbi = sb->s_fs_info;	/* morsel_get_tree's */
 	struct inode *root;
 
-	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
-	if (!sbi)
-		return -ENOMEM;
 	sbi->max_blocks = o->has_blocks ? o->blocks : totalram_pages() / 2;
 	sbi->max_inodes = o->has_inodes ? o->inodes : totalram_pages() / 2;
 	sbi->mode = o->has_mode ? o->mode : MORSEL_ROOT_MODE;
 	sbi->uid = o->has_uid ? o->uid : current_fsuid();
 	sbi->gid = o->has_gid ? o->gid : current_fsgid();
-	sb->s_fs_info = sbi;
 
 	sb->s_maxbytes = morsel_extent(pgtable_l5_enabled() ? 4 : 3);
 	sb->s_blocksize = PAGE_SIZE;
@@ -890,9 +893,64 @@ static bool pm_opts_bad(const struct morsel_opts *o)
 	       o->has_gid;
 }
 
+/*
+ * sget_fc: the instance on the device being mounted.  Under sb_lock, with
+ * every morselfs super block that is not SB_DEAD, also one being killed:
+ * its morsel_sb is freed after an RCU grace period (morsel_kill_sb), and
+ * sget_fc then waits for SB_DEAD and looks again.
+ */
+static int pm_sb_test(struct super_block *sb, struct fs_context *fc)
+{
+	struct morsel_sb *sbi = sb->s_fs_info;
+
+	return sbi->pm_dev && sbi->pm_dev == *(dev_t *)fc->sget_key;
+}
+
+/*
+ * A persistent instance: the one its device already has, or a new one
+ * (get_tree_bdev's steps with an anonymous st_dev, as get_tree_nodev's,
+ * so that kill_litter_super frees what set_anon_super took).  The new
+ * super block is found by pm_sb_test from the moment sget_fc makes it
+ * visible, so a concurrent mount of the same device waits for it.
+ */
+static int get_pm_tree(struct fs_context *fc, const char *path)
+{
+	struct morsel_sb *sbi = fc->s_fs_info;
+	struct super_block *sb;
+	dev_t dev;
+	int err;
+
+	err = lookup_bdev(path, &dev);
+	if (err)
+		return err;
+	sbi->pm_dev = dev;
+	fc->sget_key = &dev;
+	sb = sget_fc(fc, pm_sb_test, set_anon_super_fc);
+	fc->sget_key = NULL;
+	if (IS_ERR(sb))
+		return PTR_ERR(sb);
+	if (sb->s_root) {
+		if ((fc->sb_flags ^ sb->s_flags) & SB_RDONLY) {
+			deactivate_locked_super(sb);
+			errorfc(fc, "%s is mounted with another read-only state", path);
+			return -EBUSY;
+		}
+	} else {
+		err = morsel_fill_super(sb, fc);
+		if (err) {
+			deactivate_locked_super(sb);
+			return err;
+		}
+		sb->s_flags |= SB_ACTIVE;
+	}
+	fc->root = dget(sb->s_root);
+	return 0;
+}
+
 static int morsel_get_tree(struct fs_context *fc)
 {
 	struct morsel_opts *o = fc->fs_private;
+	struct morsel_sb *sbi;
 
 	/*
 	 * A source that is a path names the device, as for a disk file
@@ -916,6 +974,17 @@ static int morsel_get_tree(struct fs_context *fc)
 	 */
 	if (o->pmem && pm_opts_bad(o))
 		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
+	/*
+	 * The instance's morsel_sb goes to sget_fc, which makes it
+	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
+	 * here for morsel_free_fc when an existing instance is found.
+	 */
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	fc->s_fs_info = sbi;
+	if (o->pmem)
+		return get_pm_tree(fc, o->pmem);
 	return get_tree_nodev(fc, morsel_fill_super);
 }
 
@@ -977,6 +1046,7 @@ static void morsel_free_fc(struct fs_context *fc)
 	if (o)
 		kfree(o->pmem);
 	kfree(o);
+	kfree(fc->s_fs_info);	/* unused: the device had an instance */
 }
 
 static const struct fs_context_operations morsel_context_ops = {
@@ -1003,9 +1073,8 @@ static void morsel_kill_sb(struct super_block *sb)
 	struct morsel_sb *sbi = sb->s_fs_info;
 
 	kill_litter_super(sb);
-	if (sbi)
-		morsel_pm_unmount(sb);
-	kfree(sbi);
+	morsel_pm_unmount(sb);
+	kfree_rcu(sbi, rcu);	/* pm_sb_test may still read it */
 }
 
 static struct file_system_type morselfs_type = {

@@ -56,12 +56,17 @@ typedef u64 mentry_t;
  * @uid:        uid= (the root directory's owner).
  * @gid:        gid= (the root directory's group).
  * @pm:         the persistent device (pm.c), or NULL for a volatile one.
+ * @pm_dev:     that device's number, set before the super block exists and
+ *              never changed: a second mount of the device finds this
+ *              instance by it (fs.c morsel_get_tree); 0 when volatile.
  * Limits and @mode, @uid, @gid change only on remount (under the super
  * block's s_umount); the counters are atomics, charged with cmpxchg
  * against the limit.
  */
 struct morsel_sb {
 	struct morsel_pm *pm;
+	dev_t pm_dev;
+	struct rcu_head rcu;
 	unsigned long max_blocks;
 	unsigned long max_inodes;
 	atomic_long_t used;

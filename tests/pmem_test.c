@@ -556,10 +556,14 @@ TEST_F(pm, refused_inputs)
 	EXPECT_EQ(EEXIST, errno);
 	EXPECT_EQ(-1, open(p(name), O_CREAT | O_RDWR, 0644));
 	EXPECT_EQ(ENAMETOOLONG, errno);
-	/* The device is taken while mounted. */
+	/*
+	 * The device is taken while mounted: a second mount shares the
+	 * instance (second_mount_shares_the_instance) but cannot make it
+	 * read-only; mkfs refuses it.
+	 */
 	snprintf(opts, sizeof(opts), "pmem=%s", dev());
 	mkdir("/tmp/pmem-test2", 0755);
-	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", 0, opts));
+	EXPECT_EQ(-1, mount("none", "/tmp/pmem-test2", "morselfs", MS_RDONLY, opts));
 	EXPECT_EQ(EBUSY, errno);
 	EXPECT_NE(0, run("tools/morsel mkfs -f $MORSEL_PMEM 2> /dev/null"));
 	/*
@@ -658,6 +662,53 @@ TEST_F(pm, source_path_names_the_device)
 	ASSERT_EQ(0, umount(DIR));
 	ASSERT_EQ(0, mount(dev(), DIR, "morselfs", 0, opts));
 	EXPECT_STREQ("kept", get(p("kept")));
+}
+
+/*
+ * A mounted device mounted again, as a disk file system's: the second
+ * mount point shows the same instance (same st_dev, same files, a change
+ * through one seen through the other at once), which lives until its last
+ * mount is gone (generic/732).  The second mount's source and options do
+ * not matter beyond naming the device.
+ */
+TEST_F(pm, second_mount_shares_the_instance)
+{
+	static const char other[] = "/tmp/pmem-test3";
+	char opts[128], path[64];
+	struct stat a, b;
+	char *m;
+	int fd;
+
+	put(p("one"), "one");
+	mkdir(other, 0755);
+	snprintf(opts, sizeof(opts), "pmem=%s", dev());
+	ASSERT_EQ(0, mount(dev(), other, "morselfs", 0, opts));
+	ASSERT_EQ(0, stat(DIR, &a));
+	ASSERT_EQ(0, stat(other, &b));
+	EXPECT_EQ(a.st_dev, b.st_dev);
+	EXPECT_EQ(a.st_ino, b.st_ino);
+	snprintf(path, sizeof(path), "%s/one", other);
+	EXPECT_STREQ("one", get(path));
+	/* A mapping through one mount sees writes through the other. */
+	fd = open(p("one"), O_RDWR);
+	ASSERT_LE(0, fd);
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	put(path, "two");
+	EXPECT_EQ(0, memcmp(m, "two", 3));
+	munmap(m, 4096);
+	close(fd);
+	/* The instance outlives its first mount point. */
+	ASSERT_EQ(0, umount(DIR));
+	snprintf(path, sizeof(path), "%s/three", other);
+	put(path, "three");
+	/* mkfs is still refused: the device is in use. */
+	EXPECT_NE(0, run("tools/morsel mkfs -f $MORSEL_PMEM 2> /dev/null"));
+	ASSERT_EQ(0, umount(other));
+	EXPECT_EQ(0, fsck("-n"));
+	ASSERT_EQ(0, do_mount());
+	EXPECT_STREQ("two", get(p("one")));
+	EXPECT_STREQ("three", get(p("three")));
 }
 
 /*
