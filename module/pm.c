@@ -612,28 +612,71 @@ static u64 pm_entry(struct morsel_pm *pm, u64 page, bool leaf)
 	       (leaf ? MPM_E_LEAF : MPM_E_TABLE) | MPM_E_AD;
 }
 
+/* The page an entry (not a root word) points at. */
+static u64 pm_entry_page(struct morsel_pm *pm, u64 e)
+{
+	return ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE;
+}
+
+/*
+ * How many pages pm_small_page needs for the data page at @pgoff, which
+ * needs a tree of order @need, of the tree whose root word is @root: the
+ * tables above the old root and everything below the new top (whose
+ * entry 0 is the old root, and @pgoff lies past it), or the missing part
+ * of the path.
+ */
+static unsigned int pm_small_needed(struct morsel_pm *pm, u64 root, u64 pgoff,
+				    unsigned int need)
+{
+	u64 e = root & ~MPM_ROOT_ORDER_MASK;
+	unsigned int order = mpm_root_order(root), level;
+
+	if (!e)
+		return need + 1;
+	if (need > order)
+		return 2 * need - order;
+	for (level = order; e; level--) {
+		if (!level)
+			return 0;
+		e = READ_ONCE(((u64 *)pm_addr(pm, pm_entry_page(pm, e)))
+			      [(pgoff / mpm_span_pages(level - 1)) % MPM_ENTRIES]);
+	}
+	return level + 1;
+}
+
 /*
  * The data page at @pgoff of the tree whose root word is *@rootp, made
- * present (zeroed) if absent; NULL if the device is full.  (Lookups use
- * pm_check.c's mpm_tree_page.)
+ * present (zeroed) if absent; NULL if the device is full, and then the
+ * tree is as it was: every page it needs is taken first, so that a full
+ * device never leaves a tree above the order its size needs.  (Lookups
+ * use pm_check.c's mpm_tree_page.)
  * Raises the tree's order as needed: new tables above the old root, which
  * becomes their entry 0, published by one store of the root word.  Only
  * for trees nothing maps and one writer changes (the inode lock).
  */
 static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff)
 {
-	u64 root = READ_ONCE(*rootp), e = root & ~MPM_ROOT_ORDER_MASK, *slot, p;
-	unsigned int order = e ? mpm_root_order(root) : 0, need = 0, level;
+	u64 root = READ_ONCE(*rootp), e = root & ~MPM_ROOT_ORDER_MASK, *slot;
+	unsigned int order = e ? mpm_root_order(root) : 0, need = 0, level, n;
+	u64 pages[2 * MPM_MAX_ORDER + 1];
 
-	while (mpm_span_pages(need) <= pgoff)
+	while (need <= MPM_MAX_ORDER && mpm_span_pages(need) <= pgoff)
 		need++;
+	if (need > MPM_MAX_ORDER)
+		return NULL;
+	n = pm_small_needed(pm, root, pgoff, need);
+	for (level = 0; level < n; level++) {
+		pages[level] = pm_alloc_page(pm);
+		if (!pages[level]) {
+			while (level--)
+				pm_free_page(pm, pages[level]);
+			return NULL;
+		}
+	}
 	if (need > order) {
 		for (level = order + 1; e && level <= need; level++) {
-			p = pm_alloc_page(pm);
-			if (!p)
-				return NULL;	/* leaked until the next mount */
-			morsel_pm_store(pm, pm_addr(pm, p), e);
-			e = pm_entry(pm, p, false);
+			morsel_pm_store(pm, pm_addr(pm, pages[--n]), e);
+			e = pm_entry(pm, pages[n], false);
 		}
 		if (e)
 			morsel_pm_store(pm, rootp, e | (u64)need << MPM_ROOT_ORDER_SHIFT);
@@ -643,17 +686,13 @@ static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff)
 	for (level = order; ; level--) {
 		e = READ_ONCE(*slot) & ~(slot == rootp ? MPM_ROOT_ORDER_MASK : 0);
 		if (!e) {
-			p = pm_alloc_page(pm);
-			if (!p)
-				return NULL;
-			e = pm_entry(pm, p, level == 0);
+			e = pm_entry(pm, pages[--n], level == 0);
 			morsel_pm_store(pm, slot, slot == rootp ?
 					e | (u64)order << MPM_ROOT_ORDER_SHIFT : e);
 		}
-		p = ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE;
 		if (level == 0)
-			return pm_addr(pm, p);
-		slot = (u64 *)pm_addr(pm, p) +
+			return pm_addr(pm, pm_entry_page(pm, e));
+		slot = (u64 *)pm_addr(pm, pm_entry_page(pm, e)) +
 		       (pgoff / mpm_span_pages(level - 1)) % MPM_ENTRIES;
 	}
 }

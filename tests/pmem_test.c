@@ -469,6 +469,64 @@ TEST_F(pm, full_device_enospc_nothing_lost)
 }
 
 /*
+ * A directory whose page is full gets a second one, which needs two pages
+ * of the device (a table above its first page, and the new page).  With
+ * one page free, the new name is refused with ENOSPC and the directory is
+ * as it was: no table left above it (generic/269 found one after filling
+ * a device: fsck counts such a tree as a leak), the free page still free.
+ * "holes" gives and takes exactly one page at a time: its table exists.
+ */
+TEST_F(pm, full_device_directory_keeps_its_order)
+{
+	static char buf[256 * 1024];
+	char name[64];
+	int fd, holes, i, hole = 1;
+
+	holes = open(p("holes"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, holes);
+	ASSERT_EQ(16 * 4096, pwrite(holes, buf, 16 * 4096, 0));
+	ASSERT_EQ(0, fallocate(holes, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       4096, 15 * 4096));
+	put(p("target"), "t");
+	ASSERT_EQ(0, mkdir(p("d"), 0755));
+	/* Fill the directory's first page: 14 entries (pm_format.h). */
+	for (i = 0; i < 14; i++) {
+		snprintf(name, sizeof(name), "%s/n%d", p("d"), i);
+		ASSERT_EQ(0, link(p("target"), name));
+	}
+	fd = open(p("fill"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	while (write(fd, buf, 4096) > 0)
+		;
+	EXPECT_EQ(ENOSPC, errno);
+	close(fd);
+	/* Exactly one page free. */
+	while (free_pages() > 1 && hole < 16)
+		ASSERT_EQ(4096, pwrite(holes, buf, 4096, 4096 * hole++));
+	if (free_pages() == 0)
+		ASSERT_EQ(0, fallocate(holes, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       0, 4096));
+	ASSERT_EQ(1, free_pages());
+	EXPECT_EQ(-1, link(p("target"), p("d/more")));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(1, free_pages());
+	/* With a second page the name fits. */
+	fd = open(p("fill"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       4096, 4096));
+	close(fd);
+	ASSERT_EQ(2, free_pages());
+	EXPECT_EQ(0, link(p("target"), p("d/more")));
+	EXPECT_EQ(0, free_pages());
+	close(holes);
+	ASSERT_EQ(0, remount());
+	EXPECT_STREQ("t", get(p("d/more")));
+}
+
+/*
  * `morsel mkfs -s SIZE`: a file system smaller than its device (fstests'
  * _scratch_mkfs_sized), which mount, statfs, the allocator and fsck
  * take at its own size; and the sizes mkfs refuses.
