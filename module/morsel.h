@@ -58,7 +58,7 @@ typedef u64 mentry_t;
  * @pm:         the persistent device (pm.c), or NULL for a volatile one.
  * @pm_dev:     that device's number, set before the super block exists and
  *              never changed: a second mount of the device finds this
- *              instance by it (fs.c morsel_get_tree); 0 when volatile.
+ *              instance by it (fs.c get_pm_tree); 0 when volatile.
  * Limits and @mode, @uid, @gid change only on remount (under the super
  * block's s_umount); the counters are atomics, charged with cmpxchg
  * against the limit.
