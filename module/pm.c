@@ -612,12 +612,6 @@ static u64 pm_entry(struct morsel_pm *pm, u64 page, bool leaf)
 	       (leaf ? MPM_E_LEAF : MPM_E_TABLE) | MPM_E_AD;
 }
 
-/* The page an entry (not a root word) points at. */
-static u64 pm_entry_page(struct morsel_pm *pm, u64 e)
-{
-	return ((e & MPM_E_ADDR) - pm->fs.base) / PAGE_SIZE;
-}
-
 /*
  * How many pages pm_small_page needs for the data page at @pgoff, which
  * needs a tree of order @need, of the tree whose root word is @root: the
@@ -638,7 +632,7 @@ static unsigned int pm_small_needed(struct morsel_pm *pm, u64 root, u64 pgoff,
 	for (level = order; e; level--) {
 		if (!level)
 			return 0;
-		e = READ_ONCE(((u64 *)pm_addr(pm, pm_entry_page(pm, e)))
+		e = READ_ONCE(((u64 *)pm_addr(pm, mpm_entry_page(&pm->fs, e)))
 			      [(pgoff / mpm_span_pages(level - 1)) % MPM_ENTRIES]);
 	}
 	return level + 1;
@@ -659,7 +653,10 @@ static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff)
 	u64 root = READ_ONCE(*rootp), e = root & ~MPM_ROOT_ORDER_MASK, *slot;
 	unsigned int order = e ? mpm_root_order(root) : 0, need = 0, level, n;
 	u64 pages[2 * MPM_MAX_ORDER + 1];
+	void *page = mpm_tree_page(&pm->fs, root, pgoff);
 
+	if (page)
+		return page;	/* the common case: one walk, nothing to take */
 	while (need <= MPM_MAX_ORDER && mpm_span_pages(need) <= pgoff)
 		need++;
 	if (need > MPM_MAX_ORDER)
@@ -691,8 +688,8 @@ static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff)
 					e | (u64)order << MPM_ROOT_ORDER_SHIFT : e);
 		}
 		if (level == 0)
-			return pm_addr(pm, pm_entry_page(pm, e));
-		slot = (u64 *)pm_addr(pm, pm_entry_page(pm, e)) +
+			return pm_addr(pm, mpm_entry_page(&pm->fs, e));
+		slot = (u64 *)pm_addr(pm, mpm_entry_page(&pm->fs, e)) +
 		       (pgoff / mpm_span_pages(level - 1)) % MPM_ENTRIES;
 	}
 }
