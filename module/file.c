@@ -307,7 +307,8 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	loff_t pos;
 
 	inode_lock(inode);
-	err = generic_write_checks(iocb, from);
+	/* As ext4: also through a descriptor opened before chattr +i. */
+	err = IS_IMMUTABLE(inode) ? -EPERM : generic_write_checks(iocb, from);
 	if (err <= 0)
 		goto out;
 	err = file_modified(file);

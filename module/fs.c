@@ -18,6 +18,10 @@
  *
  * Extended attributes and POSIX ACLs, as tmpfs has them, are xattr.c's;
  * a new inode gets its ACLs from its directory's default ACL here.
+ * chattr's flags, as tmpfs has them: immutable, append-only, no-dump and
+ * no-atime, the first three also in statx's attributes; a new inode
+ * inherits no-dump and no-atime from its directory.  The VFS enforces
+ * them, and morselfs' own write paths too (file.c, ioctl.c).
  *
  * Limits, as tmpfs has them: the mount options size= (bytes with k/m/g/t
  * suffixes, or N% of RAM; default 50 %) and nr_inodes= (default: half the
@@ -44,6 +48,7 @@
  */
 #include <linux/blkdev.h>
 #include <linux/fs.h>
+#include <linux/fileattr.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/file.h>
@@ -112,16 +117,30 @@ static int morsel_getattr(struct mnt_idmap *idmap, const struct path *path,
 	}
 	if (S_ISREG(inode->i_mode))
 		stat->blocks = (u64)atomic_long_read(&m->nr_pages) << (PAGE_SHIFT - 9);
+	if (MORSEL_I(inode)->fsflags & FS_APPEND_FL)
+		stat->attributes |= STATX_ATTR_APPEND;
+	if (MORSEL_I(inode)->fsflags & FS_IMMUTABLE_FL)
+		stat->attributes |= STATX_ATTR_IMMUTABLE;
+	if (MORSEL_I(inode)->fsflags & FS_NODUMP_FL)
+		stat->attributes |= STATX_ATTR_NODUMP;
+	stat->attributes_mask |= STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE |
+				 STATX_ATTR_NODUMP;
 	return 0;
 }
 
-/* chmod, chown, utimes, truncate: of any inode (the VFS's checks). */
+/* chmod, chown, utimes, truncate: of any inode (the VFS's checks, and +i). */
 static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 			  struct iattr *attr)
 {
 	struct inode *inode = d_inode(dentry);
 	int err;
 
+	/*
+	 * The VFS refuses an immutable inode's mode, owner and times but
+	 * not its size through a descriptor opened before chattr +i: as ext4.
+	 */
+	if (IS_IMMUTABLE(inode))
+		return -EPERM;
 	err = setattr_prepare(idmap, dentry, attr);
 	if (err)
 		return err;
@@ -139,6 +158,55 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	if (sb_pm(inode->i_sb))
 		morsel_pm_sync_inode(inode);
 	return err;
+}
+
+/* ---- chattr's flags ---- */
+
+#define MORSEL_FL_SETTABLE (FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL)
+#define MORSEL_FL_INHERITED (FS_NODUMP_FL | FS_NOATIME_FL)
+
+static_assert(MORSEL_FL_SETTABLE == MPM_FLAGS_KNOWN);
+
+/* The inode's flags, and the S_* flags the VFS checks for them. */
+void morsel_set_fsflags(struct inode *inode, unsigned int fsflags)
+{
+	unsigned int i_flags = 0;
+
+	MORSEL_I(inode)->fsflags = fsflags;
+	if (fsflags & FS_NOATIME_FL)
+		i_flags |= S_NOATIME;
+	if (fsflags & FS_APPEND_FL)
+		i_flags |= S_APPEND;
+	if (fsflags & FS_IMMUTABLE_FL)
+		i_flags |= S_IMMUTABLE;
+	inode_set_flags(inode, i_flags, S_NOATIME | S_APPEND | S_IMMUTABLE);
+}
+
+static int morsel_fileattr_get(struct dentry *dentry, struct fileattr *fa)
+{
+	fileattr_fill_flags(fa, MORSEL_I(d_inode(dentry))->fsflags);
+	return 0;
+}
+
+/*
+ * FS_IOC_SETFLAGS (the VFS checked ownership and CAP_LINUX_IMMUTABLE and
+ * holds the inode lock); FS_IOC_FSSETXATTR's extra fields, as on tmpfs,
+ * give -EOPNOTSUPP, and so does any other flag.
+ */
+static int morsel_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
+			       struct fileattr *fa)
+{
+	struct inode *inode = d_inode(dentry);
+
+	if (fileattr_has_fsx(fa) || (fa->flags & ~MORSEL_FL_SETTABLE))
+		return -EOPNOTSUPP;
+	morsel_set_fsflags(inode, fa->flags);
+	inode_set_ctime_current(inode);
+	if (sb_pm(inode->i_sb)) {
+		morsel_pm_set_word(inode, offsetof(struct mpm_inode, flags), fa->flags);
+		morsel_pm_sync_inode(inode);
+	}
+	return 0;
 }
 
 /* ---- inodes ---- */
@@ -165,6 +233,12 @@ static struct inode *morsel_get_inode(struct super_block *sb,
 	inode->i_ino = get_next_ino();
 	inode_init_owner(&nop_mnt_idmap, inode, dir, mode);
 	MORSEL_I(inode)->btime = simple_inode_init_ts(inode);
+	if (dir) {
+		const struct morsel_inode *mdir;
+
+		mdir = container_of(dir, const struct morsel_inode, vfs_inode);
+		morsel_set_fsflags(inode, mdir->fsflags & MORSEL_FL_INHERITED);
+	}
 	/* with the set-group-ID bit a directory inherits (inode_init_owner) */
 	err = morsel_setup_inode(inode, inode->i_mode, dev);
 	if (err) {
@@ -451,6 +525,7 @@ static struct inode *morsel_alloc_inode(struct super_block *sb)
 	if (!mi)
 		return NULL;
 	simple_xattrs_init(&mi->xattrs);
+	mi->fsflags = 0;
 	return &mi->vfs_inode;
 }
 
@@ -593,6 +668,8 @@ static const struct inode_operations morsel_dir_iops = {
 	.listxattr = morsel_listxattr,
 	.get_inode_acl = morsel_get_acl,
 	.set_acl = morsel_set_acl,
+	.fileattr_get = morsel_fileattr_get,
+	.fileattr_set = morsel_fileattr_set,
 };
 
 static const struct inode_operations morsel_file_iops = {
@@ -601,6 +678,8 @@ static const struct inode_operations morsel_file_iops = {
 	.listxattr = morsel_listxattr,
 	.get_inode_acl = morsel_get_acl,
 	.set_acl = morsel_set_acl,
+	.fileattr_get = morsel_fileattr_get,
+	.fileattr_set = morsel_fileattr_set,
 };
 
 static const struct inode_operations morsel_symlink_iops = {

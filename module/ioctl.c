@@ -5,7 +5,8 @@
  * Every argument is a struct of __u64 fields; flags and reserved fields
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
  * Operations that change the morsel (populate, evict, bind, set the
- * minimum order) need a file opened for writing (-EBADF otherwise).
+ * minimum order) need a file opened for writing (-EBADF otherwise) and
+ * one not immutable (-EPERM); of an append-only file, only populate.
  *
  * MORSEL_IOC_CREATE is the one ioctl of a directory: it makes an unnamed
  * morsel (fs.c morsel_create_unnamed) and installs its descriptor last,
@@ -333,6 +334,13 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 	if (!(file->f_mode & FMODE_WRITE))
 		return -EBADF;
+	/*
+	 * chattr: an immutable file changes in no way; an append-only one
+	 * may be populated (as fallocate may extend it) but loses no data and
+	 * keeps its attributes.
+	 */
+	if (IS_IMMUTABLE(inode) || (IS_APPEND(inode) && cmd != MORSEL_IOC_POPULATE))
+		return -EPERM;
 	switch (cmd) {
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:

@@ -243,6 +243,7 @@ void morsel_size_changed(struct inode *inode);
 struct morsel_inode {
 	struct simple_xattrs xattrs;
 	struct timespec64 btime;
+	unsigned int fsflags;		/* chattr's FS_*_FL (fs.c) */
 	struct inode vfs_inode;
 };
 
@@ -257,6 +258,7 @@ int morsel_ispace_charge(struct morsel_sb *sbi, long bytes);
 void morsel_ispace_uncharge(struct morsel_sb *sbi, long bytes);
 void morsel_account_loaded(struct inode *inode);
 int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev);
+void morsel_set_fsflags(struct inode *inode, unsigned int fsflags);
 struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 				   loff_t size);
 int morselfs_register(void);

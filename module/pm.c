@@ -774,6 +774,7 @@ int morsel_pm_new_inode(struct inode *inode)
 	pm_set(pm, &rec->punch_start, 0);
 	pm_set(pm, &rec->punch_end, 0);
 	pm_set(pm, &rec->xattr, 0);
+	pm_set(pm, &rec->flags, MORSEL_I(inode)->fsflags);
 	morsel_pm_store(pm, &rec->mode, inode->i_mode);
 	atomic64_inc(&pm->nr_inodes);
 	pm->ino_hint = ino + 1;
@@ -1226,6 +1227,7 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	inode_set_mtime_to_ts(inode, ns_ts(rec->mtime));
 	inode_set_ctime_to_ts(inode, ns_ts(rec->ctime));
 	MORSEL_I(inode)->btime = ns_ts(rec->btime);
+	morsel_set_fsflags(inode, rec->flags & MPM_FLAGS_KNOWN);
 	if (!S_ISDIR(inode->i_mode))
 		set_nlink(inode, mpm_links(&pm->fs, ino));
 	if (S_ISREG(inode->i_mode)) {

@@ -447,6 +447,11 @@ static const char *inode_damage(struct mpm_inode *in, __u64 data, __u64 **word, 
 	unsigned int order = mpm_root_order(root);
 	__u64 extent = mpm_span_pages(root ? order : MPM_MAX_ORDER) * MPM_PAGE_SIZE;
 
+	if (in->flags & ~MPM_FLAGS_KNOWN) {
+		*word = &in->flags;
+		*val = in->flags & MPM_FLAGS_KNOWN;
+		return "has unknown attribute flags";
+	}
 	*word = &in->size;
 	*val = extent;
 	switch (in->mode & S_IFMT) {

@@ -153,8 +153,22 @@ struct mpm_inode {
 	__u64 punch_end;	/* a punch in progress covers */
 	__u64 punch_start;	/*   [punch_start & ~1, punch_end) if bit 0 */
 	__u64 xattr;		/* 0, or a leaf entry: the extended attributes */
-	__u64 reserved[2];
+	__u64 flags;		/* chattr's flags, MPM_FLAGS_KNOWN (was reserved) */
+	__u64 reserved[1];
 };
+
+/*
+ * The flags of chattr(1) an inode may have, with FS_IOC_SETFLAGS's values:
+ * immutable, append-only, no-dump and no-atime.  The word was reserved
+ * (always 0) before, so every older device reads as no flags; a module
+ * from before it ignores them.
+ */
+#define MPM_FL_IMMUTABLE	0x10ULL
+#define MPM_FL_APPEND		0x20ULL
+#define MPM_FL_NODUMP		0x40ULL
+#define MPM_FL_NOATIME		0x80ULL
+#define MPM_FLAGS_KNOWN		(MPM_FL_IMMUTABLE | MPM_FL_APPEND | \
+				 MPM_FL_NODUMP | MPM_FL_NOATIME)
 
 /*
  * Extended attributes: an inode's @xattr is 0 or a leaf entry (as for a

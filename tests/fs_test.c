@@ -2,7 +2,7 @@
 /*
  * fs_test: morselfs as a file system, compared with tmpfs: symbolic links,
  * hard links, FIFOs, sockets, device nodes, O_TMPFILE, extended attributes,
- * POSIX ACLs,
+ * POSIX ACLs, chattr's flags,
  * the mode=, uid= and gid= mount options, RENAME_NOREPLACE and
  * RENAME_EXCHANGE, and what each kind of inode takes from nr_inodes=.
  * statfs totals and st_blocks of data pages are asserted in safety_test
@@ -16,10 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -1217,6 +1219,204 @@ TEST(btime_every_inode_kind)
 	rmdir(mpath("bt-dir"));
 	unlink(mpath("bt-link"));
 	unlink(mpath("bt-fifo"));
+}
+
+/* ---- chattr's flags ---- */
+
+/* The chattr flags of @path (FS_IOC_GETFLAGS), or -1. */
+static long getflags(const char *path)
+{
+	int fd = open(path, O_RDONLY), flags = 0;
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags))
+		flags = -1;
+	close(fd);
+	return flags;
+}
+
+/* FS_IOC_SETFLAGS on @path; 0, or -1 with errno. */
+static int setflags(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY), err, ret;
+
+	if (fd < 0)
+		return -1;
+	ret = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	err = errno;
+	close(fd);
+	errno = err;
+	return ret;
+}
+
+/* statx's attributes of @path. */
+static unsigned long long attrs(const char *path)
+{
+	struct statx st;
+
+	if (statx(AT_FDCWD, path, 0, STATX_BASIC_STATS, &st))
+		return ~0ULL;
+	/* (STATX_ATTR_DAX too on a persistent instance) */
+	return st.stx_attributes & (STATX_ATTR_APPEND | STATX_ATTR_IMMUTABLE |
+				    STATX_ATTR_NODUMP);
+}
+
+/* Set @flags on @path as uid 65534 (no capability); the errno, or 0. */
+static int setflags_unprivileged(const char *path, int flags)
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(100);
+		_exit(setflags(path, flags) ? errno : 0);
+	}
+	return child_status(pid);
+}
+
+/*
+ * chattr +i, +a, +d and +A as tmpfs has them (FS_IOC_GETFLAGS/SETFLAGS,
+ * statx's attributes), what each refuses, including morselfs' own ioctls
+ * and a write through a descriptor opened before +i (-EPERM, as ext4),
+ * inheritance of +d and +A, and who may set them.  fstests generic/553
+ * and generic/079 test the VFS's side too.
+ */
+TEST(chattr_flags)
+{
+	struct morsel_range r = { .offset = 0, .length = PG };
+	struct morsel_min_order mo = { .order = 2 };
+	struct morsel_bind b = { 0 };
+	struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
+	struct stat st;
+	char buf[16];
+	int fd, rw, i;
+	void *p;
+
+	setflags(mpath("ch"), 0);
+	unlink(mpath("ch"));
+	unlink(mpath("ch2"));
+	setflags(mpath("ch-dir"), 0);
+	unlink(mpath("ch-dir/f"));
+	rmdir(mpath("ch-dir/d"));
+	rmdir(mpath("ch-dir"));
+	ASSERT_EQ(0, put(mpath("ch"), "data"));
+	EXPECT_EQ(0, getflags(mpath("ch")));
+	EXPECT_EQ(0, attrs(mpath("ch")));
+	rw = open(mpath("ch"), O_RDWR);
+	ASSERT_LE(0, rw);
+
+	/* Immutable: nothing changes, not even through an open descriptor. */
+	ASSERT_EQ(0, setflags(mpath("ch"), FS_IMMUTABLE_FL));
+	EXPECT_EQ(FS_IMMUTABLE_FL, getflags(mpath("ch")));
+	EXPECT_EQ(STATX_ATTR_IMMUTABLE, attrs(mpath("ch")));
+	ASSERT_ERRNO(EPERM, open(mpath("ch"), O_WRONLY));
+	ASSERT_ERRNO(EPERM, write(rw, "x", 1));
+	ASSERT_ERRNO(EPERM, pwrite(rw, "x", 1, 100));
+	ASSERT_ERRNO(EPERM, ftruncate(rw, 0));
+	ASSERT_ERRNO(EPERM, truncate(mpath("ch"), 0));
+	ASSERT_ERRNO(EPERM, fallocate(rw, 0, 0, 2 * PG));
+	ASSERT_ERRNO(EPERM, fallocate(rw, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PG));
+	ASSERT_ERRNO(EPERM, ioctl(rw, MORSEL_IOC_POPULATE, &r));
+	ASSERT_ERRNO(EPERM, ioctl(rw, MORSEL_IOC_EVICT, &r));
+	ASSERT_ERRNO(EPERM, ioctl(rw, MORSEL_IOC_SET_MIN_ORDER, &mo));
+	ASSERT_ERRNO(EPERM, ioctl(rw, MORSEL_IOC_BIND, &b));
+	ASSERT_ERRNO(EPERM, chmod(mpath("ch"), 0600));
+	ASSERT_ERRNO(EPERM, utimensat(AT_FDCWD, mpath("ch"), old, 0));
+	ASSERT_ERRNO(EPERM, setxattr(mpath("ch"), "user.a", "v", 1, 0));
+	ASSERT_ERRNO(EPERM, unlink(mpath("ch")));
+	ASSERT_ERRNO(EPERM, rename(mpath("ch"), mpath("ch2")));
+	ASSERT_ERRNO(EPERM, link(mpath("ch"), mpath("ch2")));
+	/* Reading and a read-only mapping still work; the data is intact. */
+	ASSERT_EQ(4, get(mpath("ch"), buf, sizeof(buf)));
+	EXPECT_STREQ("data", buf);
+	fd = open(mpath("ch"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, memcmp(p, "data", 4));
+	munmap(p, PG);
+	close(fd);
+
+	/* Only CAP_LINUX_IMMUTABLE sets or clears +i and +a; the owner, +d. */
+	ASSERT_EQ(EPERM, setflags_unprivileged(mpath("ch"), 0));
+	ASSERT_EQ(0, setflags(mpath("ch"), 0));
+	ASSERT_EQ(0, chown(mpath("ch"), 65534, 65534));
+	ASSERT_EQ(EPERM, setflags_unprivileged(mpath("ch"), FS_IMMUTABLE_FL));
+	ASSERT_EQ(EPERM, setflags_unprivileged(mpath("ch"), FS_APPEND_FL));
+	ASSERT_EQ(0, setflags_unprivileged(mpath("ch"), FS_NODUMP_FL));
+	EXPECT_EQ(FS_NODUMP_FL, getflags(mpath("ch")));
+	EXPECT_EQ(STATX_ATTR_NODUMP, attrs(mpath("ch")));
+	/* Flags morselfs does not have. */
+	ASSERT_ERRNO(EOPNOTSUPP, setflags(mpath("ch"), FS_SYNC_FL));
+	ASSERT_ERRNO(EOPNOTSUPP, setflags(mpath("ch"), FS_NOCOW_FL));
+	EXPECT_EQ(FS_NODUMP_FL, getflags(mpath("ch")));
+
+	/* Append-only: writes only at the end, nothing taken away. */
+	ASSERT_EQ(0, setflags(mpath("ch"), FS_APPEND_FL));
+	EXPECT_EQ(STATX_ATTR_APPEND, attrs(mpath("ch")));
+	ASSERT_ERRNO(EPERM, open(mpath("ch"), O_WRONLY));
+	fd = open(mpath("ch"), O_RDWR | O_APPEND);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "!", 1, 0));	/* O_APPEND: at the end */
+	ASSERT_ERRNO(EPERM, fcntl(fd, F_SETFL, 0));
+	ASSERT_ERRNO(EPERM, ftruncate(fd, 0));
+	ASSERT_ERRNO(EPERM, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PG));
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 2 * PG));
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_POPULATE, &r));
+	ASSERT_ERRNO(EPERM, ioctl(fd, MORSEL_IOC_EVICT, &r));
+	ASSERT_ERRNO(EPERM, ioctl(fd, MORSEL_IOC_SET_MIN_ORDER, &mo));
+	ASSERT_ERRNO(EPERM, ioctl(fd, MORSEL_IOC_BIND, &b));
+	/*
+	 * No shared mapping through a writable descriptor (it could be
+	 * mprotected to write anywhere: the VFS's rule); a private one is.
+	 */
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0));
+	ASSERT_EQ(EACCES, errno);
+	p = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, PG);
+	ASSERT_ERRNO(EPERM, unlink(mpath("ch")));
+	close(fd);
+	ASSERT_EQ(5, get(mpath("ch"), buf, sizeof(buf)));
+	EXPECT_STREQ("data!", buf);
+
+	/* The descriptor opened before +i writes again after -i. */
+	ASSERT_EQ(0, setflags(mpath("ch"), 0));
+	ASSERT_EQ(1, pwrite(rw, "D", 1, 0));
+	close(rw);
+	ASSERT_EQ(5, get(mpath("ch"), buf, sizeof(buf)));
+	EXPECT_STREQ("Data!", buf);
+
+	/* Directories: +i refuses new names, +a removals; +d and +A pass on. */
+	ASSERT_EQ(0, mkdir(mpath("ch-dir"), 0755));
+	ASSERT_EQ(0, setflags(mpath("ch-dir"), FS_IMMUTABLE_FL));
+	ASSERT_ERRNO(EPERM, open(mpath("ch-dir/f"), O_CREAT | O_WRONLY, 0644));
+	ASSERT_ERRNO(EPERM, mkdir(mpath("ch-dir/d"), 0755));
+	ASSERT_EQ(0, setflags(mpath("ch-dir"), FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL));
+	ASSERT_EQ(0, put(mpath("ch-dir/f"), "f"));
+	ASSERT_EQ(0, mkdir(mpath("ch-dir/d"), 0755));
+	ASSERT_ERRNO(EPERM, unlink(mpath("ch-dir/f")));
+	ASSERT_ERRNO(EPERM, rename(mpath("ch-dir/f"), mpath("ch-dir/g")));
+	EXPECT_EQ(FS_NODUMP_FL | FS_NOATIME_FL, getflags(mpath("ch-dir/f")));
+	EXPECT_EQ(FS_NODUMP_FL | FS_NOATIME_FL, getflags(mpath("ch-dir/d")));
+	/* +A: a read leaves the access time alone; without it, it moves. */
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, utimensat(AT_FDCWD, mpath("ch-dir/f"), old, 0));
+		ASSERT_EQ(1, get(mpath("ch-dir/f"), buf, sizeof(buf)));
+		ASSERT_EQ(0, stat(mpath("ch-dir/f"), &st));
+		if (i == 0) {
+			EXPECT_EQ(1000, st.st_atime);
+		} else {
+			EXPECT_LT(1000, st.st_atime);
+		}
+		ASSERT_EQ(0, setflags(mpath("ch-dir/f"), 0));
+	}
+	ASSERT_EQ(0, setflags(mpath("ch-dir"), 0));
+	EXPECT_EQ(0, unlink(mpath("ch-dir/f")));
+	EXPECT_EQ(0, rmdir(mpath("ch-dir/d")));
+	EXPECT_EQ(0, rmdir(mpath("ch-dir")));
+	EXPECT_EQ(0, unlink(mpath("ch")));
 }
 
 TEST_HARNESS_MAIN

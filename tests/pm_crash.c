@@ -21,7 +21,7 @@
  *     below: names, types, modes, owners, sizes, link counts, minimum
  *     orders, bounds, orders, populated pages, the contents' hash, whether
  *     the last page holds non-zero bytes past EOF (a later extension would
- *     show them), symlink targets, extended attributes (names, lengths,
+ *     show them), chattr flags, symlink targets, extended attributes (names, lengths,
  *     hashes of the values); no timestamps and no inode numbers).  A
  *     state at a mark must need no recovery at all, and every operation
  *     must change the dump.
@@ -57,6 +57,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -249,6 +250,17 @@ static int op_memory_error_f_page5(void)
 }
 static int op_chmod_f(void) { return chmod(P("f"), 0600); }
 static int op_chown_f(void) { return chown(P("f"), 1000, 1001); }
+static int op_chattr_f(void)
+{
+	int flags = FS_APPEND_FL | FS_NODUMP_FL;
+	int fd = open(P("f"), O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	err = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	close(fd);
+	return err;
+}
 static int op_min_order_f_2(void)
 {
 	struct morsel_min_order o = { .order = 2 };
@@ -881,9 +893,9 @@ static char *dump(struct mpm_fs *fs)
 			free(target);
 		}
 		xattrs = dump_xattrs(fs, in);
-		line = xasprintf("%s mode=%llo owner=%#llx names=%llu min_order=%llu bound=%#llx%s%s",
+		line = xasprintf("%s mode=%llo owner=%#llx flags=%#llx names=%llu min_order=%llu bound=%#llx%s%s",
 				 names[i].path, (unsigned long long)mode,
-				 (unsigned long long)in->owner,
+				 (unsigned long long)in->owner, (unsigned long long)in->flags,
 				 (unsigned long long)nlinks[names[i].ino],
 				 (unsigned long long)in->min_order,
 				 (unsigned long long)in->bound, extra ? extra : "", xattrs);
@@ -1037,7 +1049,7 @@ out:
 
 static const char * const inode_field[16] = { "mode", "owner", "size", "root",
 	"min_order", "bound", "atime", "mtime", "ctime", "btime", "rdev",
-	"punch_end", "punch_start", "reserved0", "reserved1", "reserved2" };
+	"punch_end", "punch_start", "xattr", "flags", "reserved" };
 
 /* Which level-@level subtree under @e holds device page @target? */
 static bool find_page(struct mpm_fs *fs, __u64 e, int level, __u64 pgoff,
@@ -1384,6 +1396,7 @@ WORKLOAD(memory_error_then_punch, setup_f_16_pages, 2,
 	 { op_memory_error_f_page5, op_punch_f_middle });
 WORKLOAD(chmod, setup_f_1k, 1, { op_chmod_f });
 WORKLOAD(chown, setup_f_1k, 1, { op_chown_f });
+WORKLOAD(chattr, setup_f_1k, 1, { op_chattr_f });
 WORKLOAD(set_min_order_2, setup_f_4k, 1, { op_min_order_f_2 });
 WORKLOAD(bind_unmapped, setup_f_4k, 1, { op_bind_f });
 WORKLOAD(populate_by_read_faults, setup_f_3_holes, 3,

@@ -2,7 +2,8 @@
 /*
  * pmem_test: a persistent morselfs (mount -o pmem=DEV) on the VM's
  * emulated NVDIMM ($MORSEL_PMEM, vm/run --pmem): what survives an unmount
- * (names, directories, modes, owners, times, extended attributes, sizes,
+ * (names, directories, modes, owners, times, extended attributes, chattr
+ * flags, sizes,
  * orders, minimum orders, bound addresses, hard and symbolic links, special
  * files, data written and stored through mappings), that mappings are walked through the device's
  * memory, space coming back, a full device, a file system smaller than
@@ -295,6 +296,86 @@ TEST_F(pm, posix_acls_survive_unmount)
 	EXPECT_EQ(0, ((struct acl_ent *)(buf + 4))[3].perm);
 	ASSERT_EQ(0, stat(p("f"), &st));
 	EXPECT_EQ(0600, st.st_mode & 07777);
+}
+
+/* FS_IOC_GETFLAGS of @path, or -1. */
+static int getflags(const char *path)
+{
+	int fd = open(path, O_RDONLY), flags = -1;
+
+	if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags))
+		flags = -1;
+	if (fd >= 0)
+		close(fd);
+	return flags;
+}
+
+static int setflags(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	close(fd);
+	return ret;
+}
+
+/*
+ * chattr's flags are the record's flags word: they survive, a file made
+ * after the mount inherits +d and +A from a directory loaded from the
+ * device, +i is enforced on a loaded file; an unknown bit is damage that
+ * fsck clears, keeping the known ones.
+ */
+TEST_F(pm, chattr_flags_survive_unmount)
+{
+	struct mpm_fs fs;
+	struct mpm_inode *in;
+
+	put(p("i"), "immutable");
+	put(p("a"), "append");
+	ASSERT_EQ(0, mkdir(p("d"), 0755));
+	ASSERT_EQ(0, setflags(p("i"), FS_IMMUTABLE_FL | FS_NOATIME_FL));
+	ASSERT_EQ(0, setflags(p("a"), FS_APPEND_FL));
+	ASSERT_EQ(0, setflags(p("d"), FS_NODUMP_FL | FS_NOATIME_FL));
+	put(p("d/before"), "");
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(FS_IMMUTABLE_FL | FS_NOATIME_FL, getflags(p("i")));
+	EXPECT_EQ(FS_APPEND_FL, getflags(p("a")));
+	EXPECT_EQ(FS_NODUMP_FL | FS_NOATIME_FL, getflags(p("d")));
+	EXPECT_EQ(FS_NODUMP_FL | FS_NOATIME_FL, getflags(p("d/before")));
+	EXPECT_EQ(0, getflags(p(".")));
+	put(p("d/after"), "");
+	EXPECT_EQ(FS_NODUMP_FL | FS_NOATIME_FL, getflags(p("d/after")));
+	EXPECT_EQ(-1, open(p("i"), O_WRONLY));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-1, unlink(p("i")));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-1, open(p("a"), O_WRONLY | O_TRUNC));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(0, strcmp(get(p("i")), "immutable"));
+	ASSERT_EQ(0, setflags(p("i"), 0));
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(0, getflags(p("i")));
+	EXPECT_EQ(0, unlink(p("i")));
+
+	/* An unknown bit in "a"'s (inode 3) word. */
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(0, pm_open(dev(), true, &fs));
+	ASSERT_EQ(0, mpm_walk(&fs));
+	in = mpm_inode(&fs, 3);
+	ASSERT_EQ(MPM_FL_APPEND, in->flags);
+	in->flags |= 0x100;
+	mpm_fs_release(&fs);
+	ASSERT_EQ(0, pm_close(&fs));
+	EXPECT_EQ(4, fsck("-n"));
+	EXPECT_EQ(-1, do_mount());
+	EXPECT_EQ(EUCLEAN, errno);
+	EXPECT_EQ(1, fsck("-y"));
+	EXPECT_EQ(0, fsck("-n"));
+	ASSERT_EQ(0, do_mount());
+	EXPECT_EQ(FS_APPEND_FL, getflags(p("a")));
+	ASSERT_EQ(0, setflags(p("a"), 0));
 }
 
 /* The process's own page tables lead into the device: PMD and PTE tables. */
