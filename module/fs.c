@@ -613,6 +613,29 @@ static int morsel_rmdir(struct inode *dir, struct dentry *dentry)
 }
 
 /*
+ * RENAME_WHITEOUT, as tmpfs (overlayfs's upper layer uses it): the old
+ * name becomes a whiteout, a character device 0:0, made before the rename
+ * and hashed while the old dentry is still in place (a lookup finds one of
+ * the two, either is right), as shmem_whiteout does.
+ */
+static int morsel_whiteout(struct mnt_idmap *idmap, struct inode *old_dir,
+			   struct dentry *old_dentry)
+{
+	struct dentry *whiteout;
+	int err;
+
+	whiteout = d_alloc(old_dentry->d_parent, &old_dentry->d_name);
+	if (!whiteout)
+		return -ENOMEM;
+	err = morsel_mknod(idmap, old_dir, whiteout, S_IFCHR | WHITEOUT_MODE,
+			   WHITEOUT_DEV);
+	dput(whiteout);
+	if (!err)
+		d_rehash(whiteout);
+	return err;
+}
+
+/*
  * RENAME_EXCHANGE and RENAME_WHITEOUT need two names to change in one
  * store; a persistent instance refuses them (docs/persistence.md).
  */
@@ -620,9 +643,9 @@ static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			 struct dentry *old_dentry, struct inode *new_dir,
 			 struct dentry *new_dentry, unsigned int flags)
 {
-	if (sb_pm(old_dir->i_sb)) {
-		int err;
+	int err;
 
+	if (sb_pm(old_dir->i_sb)) {
 		if (flags & ~RENAME_NOREPLACE)
 			return -EINVAL;
 		if (!simple_empty(new_dentry))
@@ -630,6 +653,14 @@ static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 		err = morsel_pm_rename(old_dir, old_dentry, new_dir, new_dentry);
 		if (err)
 			return err;
+	} else if (flags & RENAME_WHITEOUT) {
+		/* the VFS refused it with RENAME_EXCHANGE and without CAP_MKNOD */
+		if (!simple_empty(new_dentry))
+			return -ENOTEMPTY;
+		err = morsel_whiteout(idmap, old_dir, old_dentry);
+		if (err)
+			return err;
+		flags &= ~RENAME_WHITEOUT;
 	}
 	return synced(simple_rename(idmap, old_dir, old_dentry, new_dir,
 				    new_dentry, flags), old_dir, new_dir);

@@ -1159,12 +1159,96 @@ TEST(rename_noreplace_exchange)
 	EXPECT_EQ(a.st_nlink + 1, b.st_nlink);	/* gained one */
 	ASSERT_EQ(1, get(mpath("rn-dir/sub"), buf, sizeof(buf)));
 	EXPECT_STREQ("a", buf);
-	/* both flags at once, and RENAME_WHITEOUT, are refused */
+	/* both flags at once are refused (RENAME_WHITEOUT: rename_whiteout) */
 	ASSERT_ERRNO(EINVAL, renameat2(AT_FDCWD, mpath("rn-a"), AT_FDCWD, mpath("rn-b"),
 				       RENAME_EXCHANGE | RENAME_NOREPLACE));
-	ASSERT_ERRNO(EINVAL, renameat2(AT_FDCWD, mpath("rn-a"), AT_FDCWD,
-				       mpath("rn-w"), RENAME_WHITEOUT));
+	ASSERT_ERRNO(EINVAL, renameat2(AT_FDCWD, mpath("rn-a"), AT_FDCWD, mpath("rn-b"),
+				       RENAME_EXCHANGE | RENAME_WHITEOUT));
 	EXPECT_EQ(0, system("rm -rf /tmp/morsel/rn-*"));
+}
+
+/*
+ * RENAME_WHITEOUT, as tmpfs has it (overlayfs's upper layer; fstests
+ * generic/078, generic/626): the old name becomes a character device 0:0,
+ * onto a name too, by any user; nothing changes when the target is a
+ * non-empty directory.  A persistent instance refuses
+ * it (two names in one store, docs/persistence.md).
+ */
+TEST(rename_whiteout)
+{
+	char opts[256], buf[16];
+	struct stat st;
+	pid_t pid;
+
+	proc_mount_opts(getenv("MORSEL_MNT") ?: "/tmp/morsel", opts, sizeof(opts));
+	unlink(mpath("wo-a"));
+	unlink(mpath("wo-b"));
+	unlink(mpath("wo-c"));
+	rmdir(mpath("wo-d/sub"));
+	rmdir(mpath("wo-d"));
+	rmdir(mpath("wo-e"));
+	ASSERT_EQ(0, put(mpath("wo-a"), "a"));
+	if (strstr(opts, "pmem=")) {
+		ASSERT_ERRNO(EINVAL, renameat2(AT_FDCWD, mpath("wo-a"), AT_FDCWD,
+					       mpath("wo-b"), RENAME_WHITEOUT));
+		EXPECT_EQ(0, unlink(mpath("wo-a")));
+		return;
+	}
+	ASSERT_EQ(0, renameat2(AT_FDCWD, mpath("wo-a"), AT_FDCWD, mpath("wo-b"),
+			       RENAME_WHITEOUT));
+	ASSERT_EQ(1, get(mpath("wo-b"), buf, sizeof(buf)));
+	EXPECT_STREQ("a", buf);
+	ASSERT_EQ(0, lstat(mpath("wo-a"), &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	EXPECT_EQ(0, st.st_rdev);
+	/* onto an existing name; the whiteout itself can be renamed away */
+	ASSERT_EQ(0, put(mpath("wo-c"), "c"));
+	ASSERT_EQ(0, renameat2(AT_FDCWD, mpath("wo-c"), AT_FDCWD, mpath("wo-b"),
+			       RENAME_WHITEOUT));
+	ASSERT_EQ(1, get(mpath("wo-b"), buf, sizeof(buf)));
+	EXPECT_STREQ("c", buf);
+	ASSERT_EQ(0, lstat(mpath("wo-c"), &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	/* a directory onto a non-empty one: ENOTEMPTY, no whiteout made */
+	ASSERT_EQ(0, mkdir(mpath("wo-d"), 0755));
+	ASSERT_EQ(0, mkdir(mpath("wo-d/sub"), 0755));
+	ASSERT_EQ(0, mkdir(mpath("wo-e"), 0755));
+	ASSERT_ERRNO(ENOTEMPTY, renameat2(AT_FDCWD, mpath("wo-e"), AT_FDCWD,
+					  mpath("wo-d"), RENAME_WHITEOUT));
+	ASSERT_EQ(0, lstat(mpath("wo-e"), &st));
+	EXPECT_TRUE(S_ISDIR(st.st_mode));
+	/* a directory moved out of the way leaves a whiteout too */
+	ASSERT_EQ(0, rmdir(mpath("wo-d/sub")));
+	ASSERT_EQ(0, renameat2(AT_FDCWD, mpath("wo-e"), AT_FDCWD, mpath("wo-d"),
+			       RENAME_WHITEOUT));
+	ASSERT_EQ(0, lstat(mpath("wo-e"), &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	/*
+	 * Any user may make one (no CAP_MKNOD since Linux 5.8, a whiteout
+	 * is no device anyone can open): it is the caller's.
+	 */
+	unlink(mpath("wo-u"));
+	unlink(mpath("wo-v"));
+	pid = fork();
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(100);
+		if (put(mpath("wo-u"), "u"))
+			_exit(101);
+		_exit(renameat2(AT_FDCWD, mpath("wo-u"), AT_FDCWD, mpath("wo-v"),
+				RENAME_WHITEOUT) ? errno : 0);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	ASSERT_EQ(0, lstat(mpath("wo-u"), &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	EXPECT_EQ(65534, st.st_uid);
+	EXPECT_EQ(0, unlink(mpath("wo-u")));
+	EXPECT_EQ(0, unlink(mpath("wo-v")));
+	EXPECT_EQ(0, unlink(mpath("wo-a")));
+	EXPECT_EQ(0, unlink(mpath("wo-b")));
+	EXPECT_EQ(0, unlink(mpath("wo-c")));
+	EXPECT_EQ(0, rmdir(mpath("wo-d")));
+	EXPECT_EQ(0, unlink(mpath("wo-e")));
 }
 
 /* ---- creation time ---- */
@@ -1393,6 +1477,16 @@ TEST(chattr_flags)
 	ASSERT_EQ(0, setflags(mpath("ch-dir"), FS_IMMUTABLE_FL));
 	ASSERT_ERRNO(EPERM, open(mpath("ch-dir/f"), O_CREAT | O_WRONLY, 0644));
 	ASSERT_ERRNO(EPERM, mkdir(mpath("ch-dir/d"), 0755));
+	/* nor an unnamed morsel there (as O_TMPFILE) */
+	fd = open(mpath("ch-dir"), O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd);
+	{
+		struct morsel_create c = { .size = PG, .mode = 0600 };
+
+		ASSERT_ERRNO(EPERM, ioctl(fd, MORSEL_IOC_CREATE, &c));
+		ASSERT_ERRNO(EPERM, openat(fd, ".", O_TMPFILE | O_RDWR, 0600));
+	}
+	close(fd);
 	ASSERT_EQ(0, setflags(mpath("ch-dir"), FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL));
 	ASSERT_EQ(0, put(mpath("ch-dir/f"), "f"));
 	ASSERT_EQ(0, mkdir(mpath("ch-dir/d"), 0755));
