@@ -298,6 +298,18 @@ TEST_F(pm, posix_acls_survive_unmount)
 	EXPECT_EQ(0600, st.st_mode & 07777);
 }
 
+/*
+ * The unmounted device holds damage: fsck -n finds it (exit 4), a mount
+ * refuses it (EUCLEAN), fsck -y repairs it (exit 1), fsck -n is clean.
+ */
+#define EXPECT_REFUSED_THEN_REPAIRED() do {		\
+	EXPECT_EQ(4, fsck("-n"));			\
+	EXPECT_EQ(-1, do_mount());			\
+	EXPECT_EQ(EUCLEAN, errno);			\
+	EXPECT_EQ(1, fsck("-y"));			\
+	EXPECT_EQ(0, fsck("-n"));			\
+} while (0)
+
 /* FS_IOC_GETFLAGS of @path, or -1. */
 static int getflags(const char *path)
 {
@@ -368,11 +380,7 @@ TEST_F(pm, chattr_flags_survive_unmount)
 	in->flags |= 0x100;
 	mpm_fs_release(&fs);
 	ASSERT_EQ(0, pm_close(&fs));
-	EXPECT_EQ(4, fsck("-n"));
-	EXPECT_EQ(-1, do_mount());
-	EXPECT_EQ(EUCLEAN, errno);
-	EXPECT_EQ(1, fsck("-y"));
-	EXPECT_EQ(0, fsck("-n"));
+	EXPECT_REFUSED_THEN_REPAIRED();
 	ASSERT_EQ(0, do_mount());
 	EXPECT_EQ(FS_APPEND_FL, getflags(p("a")));
 	ASSERT_EQ(0, setflags(p("a"), 0));
@@ -947,11 +955,7 @@ TEST_F(pm, fsck_finds_and_repairs)
 	de[i].word = mpm_de_word(30, 5, DT_REG);
 	mpm_fs_release(&fs);
 	ASSERT_EQ(0, pm_close(&fs));
-	EXPECT_EQ(4, fsck("-n"));
-	EXPECT_EQ(-1, do_mount());
-	EXPECT_EQ(EUCLEAN, errno);
-	EXPECT_EQ(1, fsck("-y"));	/* damage: the name is removed */
-	EXPECT_EQ(0, fsck("-n"));
+	EXPECT_REFUSED_THEN_REPAIRED();	/* the name is removed */
 	ASSERT_EQ(0, pm_open(dev(), true, &fs));
 	ASSERT_EQ(0, mpm_walk(&fs));
 	de = mpm_tree_page(&fs, mpm_inode(&fs, MPM_ROOT_INO)->root, 0);
@@ -961,12 +965,8 @@ TEST_F(pm, fsck_finds_and_repairs)
 	in->root = mpm_inode(&fs, MPM_ROOT_INO)->root;
 	mpm_fs_release(&fs);
 	ASSERT_EQ(0, pm_close(&fs));
-	EXPECT_EQ(4, fsck("-n"));
-	EXPECT_EQ(-1, do_mount());
-	EXPECT_EQ(EUCLEAN, errno);
 	/* The second reference goes: "a" keeps its size, reads zeros. */
-	EXPECT_EQ(1, fsck("-y"));
-	EXPECT_EQ(0, fsck("-n"));
+	EXPECT_REFUSED_THEN_REPAIRED();
 	ASSERT_EQ(0, do_mount());
 	EXPECT_EQ(0, strcmp(get(p("a")), ""));
 }
