@@ -742,7 +742,7 @@ static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
 		morsel_pm_statfs(dentry->d_sb, &blocks, &bfree, &files, &ffree);
 		buf->f_blocks = blocks;
 		buf->f_bfree = bfree;
-		buf->f_bavail = bfree;
+		buf->f_bavail = morsel_avail_blocks(bfree);
 		buf->f_files = files;
 		buf->f_ffree = ffree;
 	} else if (sbi->max_blocks) {
@@ -750,7 +750,7 @@ static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
 		buf->f_bfree = sbi->max_blocks -
 			min_t(long, atomic_long_read(&sbi->used),
 			      sbi->max_blocks);
-		buf->f_bavail = buf->f_bfree;
+		buf->f_bavail = morsel_avail_blocks(buf->f_bfree);
 	}
 	if (sbi->max_inodes) {
 		long max = (long)sbi->max_inodes * MORSEL_BOGO_INODE;

@@ -224,6 +224,7 @@ bool morsel_charge(struct morsel *m, unsigned long nr);
 long morsel_take_upto(atomic_long_t *used, long limit, long nr);
 unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr);
 void morsel_uncharge(struct morsel *m, unsigned long nr);
+u64 morsel_avail_blocks(u64 bfree);
 unsigned int morsel_max_order(void);
 int morsel_raise_order(struct morsel *m, unsigned int order);
 int morsel_grow_order(struct morsel *m, loff_t size);

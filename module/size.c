@@ -82,6 +82,30 @@ void morsel_uncharge(struct morsel *m, unsigned long nr)
 	atomic_long_sub(nr, &m->sbi->used);
 }
 
+/**
+ * morsel_avail_blocks - how many data pages one new file can still get
+ * @bfree: free pages of the instance (data pages and tables count alike)
+ *
+ * A file of n pages also needs its tables: ceil(n / 512) leaf tables, one
+ * table above every 512 of those, and so on up to a single root.  statfs
+ * reports this as f_bavail, so that a program that allocates f_bavail
+ * blocks (fstests' generic/103 leaves 512 KiB) finds them.  The tables of
+ * bfree pages are at least those of any smaller file, so the answer errs
+ * on the safe side by a table or two.
+ *
+ * Return: @bfree minus the tables a file of @bfree pages needs.
+ */
+u64 morsel_avail_blocks(u64 bfree)
+{
+	u64 tables = 0, n = bfree;
+
+	while (n > 1) {
+		n = DIV_ROUND_UP_ULL(n, PTRS_PER_PTE);
+		tables += n;
+	}
+	return bfree - min(tables, bfree);
+}
+
 /* ---- size and order ---- */
 
 /* The largest order: order 4 needs 5-level paging (fs.c: s_maxbytes). */

@@ -659,6 +659,43 @@ TEST_F(pm, sized_file_system)
 	EXPECT_EQ(256, s.f_blocks);
 }
 
+/*
+ * f_bavail on a persistent instance: the free device pages less the tables
+ * of one file that takes them all, so that a file of f_bavail pages fits
+ * (fstests' generic/103); f_bfree stays the raw count.
+ */
+TEST_F(pm, statfs_bavail_fits_one_new_file)
+{
+	struct statfs s;
+	long n;
+	int fd;
+
+	ASSERT_EQ(0, umount(DIR));
+	ASSERT_EQ(0, run("tools/morsel mkfs -f -s 4M $MORSEL_PMEM > /dev/null"));
+	ASSERT_EQ(0, do_mount());
+	/* Created first: its name takes the directory's first page. */
+	fd = open(p("big"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(1024, s.f_blocks);
+	EXPECT_LT(1000, s.f_bfree);
+	EXPECT_EQ(s.f_bfree - 3, s.f_bavail);	/* two leaf tables, a root */
+	n = s.f_bavail;
+	EXPECT_EQ(0, fallocate(fd, 0, 0, n * PG)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(0, s.f_bfree);
+	EXPECT_EQ(0, s.f_bavail);
+	errno = 0;
+	EXPECT_EQ(-1, fallocate(fd, 0, n * PG, PG));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(n * PG, lseek(fd, 0, SEEK_END));
+	close(fd);
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck("-n"));
+	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
+	ASSERT_EQ(0, do_mount());
+}
+
 /* Renames keep one name per file, whatever they replace or move. */
 TEST_F(pm, renames_survive)
 {

@@ -502,7 +502,7 @@ TEST(size_limit_enospc_sigbus_nothing_lost)
 	EXPECT_EQ(100 * 8, sb.st_blocks);	/* du counts populated pages */
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ(155, sf.f_bfree);
-	EXPECT_EQ(155, sf.f_bavail);
+	EXPECT_EQ(154, sf.f_bavail);	/* a new file's table is kept back */
 	/* Full: fallocate fills what is left, then says ENOSPC. */
 	errno = 0;
 	EXPECT_EQ(-1, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 2 * MiB));
@@ -542,6 +542,48 @@ TEST(size_limit_enospc_sigbus_nothing_lost)
 	ASSERT_EQ(0, unlink(LIM "/a"));
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ(512, sf.f_bfree);
+	EXPECT_EQ(0, umount(LIM));
+}
+
+/*
+ * statfs's f_bavail is what one new file can still allocate: the free pages
+ * less the tables such a file needs (fstests' generic/103 fallocates
+ * f_bavail less 512 KiB and expects it to fit).  f_bfree stays the raw count.
+ */
+TEST(statfs_bavail_fits_one_new_file)
+{
+	struct statfs sf;
+	long n;
+	int a, b;
+
+	ASSERT_EQ(0, mount_instance(LIM, "size=8m"));
+	a = morsel_create(LIM "/a", 4 * KiB, 0644);
+	ASSERT_LE(0, a);
+	ASSERT_EQ(1, pwrite(a, "a", 1, 0));	/* order 0: a page, no table */
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(2048, sf.f_blocks);
+	EXPECT_EQ(2047, sf.f_bfree);
+	/* 2042 pages need 4 leaf tables and the root above them. */
+	EXPECT_EQ(2042, sf.f_bavail);
+	n = sf.f_bavail;
+	b = open(LIM "/b", O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, b);
+	EXPECT_EQ(0, fallocate(b, 0, 0, n * PG));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(0, sf.f_bfree);
+	EXPECT_EQ(0, sf.f_bavail);
+	/* One more page: ENOSPC, the file as it was. */
+	errno = 0;
+	EXPECT_EQ(-1, fallocate(b, 0, n * PG, PG));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(n * PG, lseek(b, 0, SEEK_END));
+	/* Freed, all of it is available again. */
+	EXPECT_EQ(0, ftruncate(b, 0));
+	ASSERT_EQ(0, statfs(LIM, &sf));
+	EXPECT_EQ(2047, sf.f_bfree);
+	EXPECT_EQ(2042, sf.f_bavail);
+	close(a);
+	close(b);
 	EXPECT_EQ(0, umount(LIM));
 }
 
