@@ -6,8 +6,8 @@
  * running an access in a child to see which signal it gets, a call that
  * must fail with an errno, dropping privileges, private morselfs
  * instances and their options in /proc/mounts, POSIX ACLs in their
- * xattr form, writing a control file, and reading a counter of the
- * module.  No locking: each TEST is a
+ * xattr form, writing a control file, reading a counter of the module,
+ * and what statfs says one file can get.  No locking: each TEST is a
  * process.  Include it after kselftest_harness.h.
  */
 #ifndef MORSEL_KSFT_UTIL_H
@@ -71,6 +71,26 @@ static inline int in_child(void (*fn)(volatile char *), volatile char *arg)
 	_e = errno;							\
 	ASSERT_EQ(-1, _r) TH_LOG("%s succeeded", #call);		\
 	ASSERT_EQ(err, _e) TH_LOG("%s: %s", #call, strerror(_e));	\
+} while (0)
+
+/*
+ * statfs(@dir)'s f_bavail is what one file can get: fallocate of that many
+ * pages through @fd (an empty file) succeeds and leaves no block free, and
+ * one page more gives ENOSPC with the size unchanged.  Needs <sys/statfs.h>.
+ */
+#define EXPECT_BAVAIL_FITS_ONE_FILE(dir, fd) do {			\
+	struct statfs _sf;						\
+	off_t _len;							\
+	ASSERT_EQ(0, statfs(dir, &_sf));				\
+	_len = (off_t)_sf.f_bavail * 4096;				\
+	EXPECT_EQ(0, fallocate(fd, 0, 0, _len)) TH_LOG("%s", strerror(errno)); \
+	ASSERT_EQ(0, statfs(dir, &_sf));				\
+	EXPECT_EQ(0, _sf.f_bfree);					\
+	EXPECT_EQ(0, _sf.f_bavail);					\
+	errno = 0;							\
+	EXPECT_EQ(-1, fallocate(fd, 0, _len, 4096));			\
+	EXPECT_EQ(ENOSPC, errno);					\
+	EXPECT_EQ(_len, lseek(fd, 0, SEEK_END));			\
 } while (0)
 
 /* For in_child(): a read of @p (SIGSEGV, SIGBUS or nothing). */

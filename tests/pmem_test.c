@@ -628,9 +628,7 @@ TEST_F(pm, sized_file_system)
 	ssize_t n;
 	int fd;
 
-	ASSERT_EQ(0, umount(DIR));
-	ASSERT_EQ(0, run("tools/morsel mkfs -f -s 1M $MORSEL_PMEM > /dev/null"));
-	ASSERT_EQ(0, do_mount());
+	ASSERT_EQ(0, remkfs_sized("1M"));
 	ASSERT_EQ(0, statfs(DIR, &s));
 	EXPECT_EQ(256, s.f_blocks);
 	fd = open(p("fill"), O_RDWR | O_CREAT, 0644);
@@ -667,12 +665,9 @@ TEST_F(pm, sized_file_system)
 TEST_F(pm, statfs_bavail_fits_one_new_file)
 {
 	struct statfs s;
-	long n;
 	int fd;
 
-	ASSERT_EQ(0, umount(DIR));
-	ASSERT_EQ(0, run("tools/morsel mkfs -f -s 4M $MORSEL_PMEM > /dev/null"));
-	ASSERT_EQ(0, do_mount());
+	ASSERT_EQ(0, remkfs_sized("4M"));
 	/* Created first: its name takes the directory's first page. */
 	fd = open(p("big"), O_RDWR | O_CREAT, 0644);
 	ASSERT_LE(0, fd);
@@ -680,20 +675,8 @@ TEST_F(pm, statfs_bavail_fits_one_new_file)
 	EXPECT_EQ(1024, s.f_blocks);
 	EXPECT_LT(1000, s.f_bfree);
 	EXPECT_EQ(s.f_bfree - 3, s.f_bavail);	/* two leaf tables, a root */
-	n = s.f_bavail;
-	EXPECT_EQ(0, fallocate(fd, 0, 0, n * PG)) TH_LOG("%s", strerror(errno));
-	ASSERT_EQ(0, statfs(DIR, &s));
-	EXPECT_EQ(0, s.f_bfree);
-	EXPECT_EQ(0, s.f_bavail);
-	errno = 0;
-	EXPECT_EQ(-1, fallocate(fd, 0, n * PG, PG));
-	EXPECT_EQ(ENOSPC, errno);
-	EXPECT_EQ(n * PG, lseek(fd, 0, SEEK_END));
+	EXPECT_BAVAIL_FITS_ONE_FILE(DIR, fd);
 	close(fd);
-	ASSERT_EQ(0, umount(DIR));
-	EXPECT_EQ(0, fsck("-n"));
-	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
-	ASSERT_EQ(0, do_mount());
 }
 
 /* Renames keep one name per file, whatever they replace or move. */

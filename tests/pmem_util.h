@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the persistent-morselfs suites (pmem_test, pmem_pin_test) share:
- * the device ($MORSEL_PMEM, vm/run --pmem), paths under DIR, mounting it,
+ * the device ($MORSEL_PMEM, vm/run --pmem), paths under DIR, mounting it
+ * (also after a sized mkfs),
  * `morsel fsck`, small files, free pages, and the fixture "pm": a freshly
  * formatted device mounted at DIR, which every test must leave in a state
  * fsck finds clean.  No locking: each TEST is a process.  Include it after
@@ -60,6 +61,17 @@ static inline int do_mount(void)
 static inline int remount(void)
 {
 	if (umount(DIR))
+		return -1;
+	return do_mount();
+}
+
+/* Unmount, `morsel mkfs -s @size` (a file system smaller than the device), mount. */
+static inline int remkfs_sized(const char *size)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "tools/morsel mkfs -f -s %s %s > /dev/null", size, dev());
+	if (umount(DIR) || run(cmd))
 		return -1;
 	return do_mount();
 }

@@ -553,7 +553,6 @@ TEST(size_limit_enospc_sigbus_nothing_lost)
 TEST(statfs_bavail_fits_one_new_file)
 {
 	struct statfs sf;
-	long n;
 	int a, b;
 
 	ASSERT_EQ(0, mount_instance(LIM, "size=8m"));
@@ -565,18 +564,9 @@ TEST(statfs_bavail_fits_one_new_file)
 	EXPECT_EQ(2047, sf.f_bfree);
 	/* 2042 pages need 4 leaf tables and the root above them. */
 	EXPECT_EQ(2042, sf.f_bavail);
-	n = sf.f_bavail;
 	b = open(LIM "/b", O_RDWR | O_CREAT, 0644);
 	ASSERT_LE(0, b);
-	EXPECT_EQ(0, fallocate(b, 0, 0, n * PG));
-	ASSERT_EQ(0, statfs(LIM, &sf));
-	EXPECT_EQ(0, sf.f_bfree);
-	EXPECT_EQ(0, sf.f_bavail);
-	/* One more page: ENOSPC, the file as it was. */
-	errno = 0;
-	EXPECT_EQ(-1, fallocate(b, 0, n * PG, PG));
-	EXPECT_EQ(ENOSPC, errno);
-	EXPECT_EQ(n * PG, lseek(b, 0, SEEK_END));
+	EXPECT_BAVAIL_FITS_ONE_FILE(LIM, b);
 	/* Freed, all of it is available again. */
 	EXPECT_EQ(0, ftruncate(b, 0));
 	ASSERT_EQ(0, statfs(LIM, &sf));
