@@ -679,6 +679,45 @@ TEST_F(pm, statfs_bavail_fits_one_new_file)
 	close(fd);
 }
 
+/*
+ * f_ffree on a persistent instance: as many new empty files as the free
+ * pages hold (their records and directory entries), not the four billion
+ * the inode table could number: each of them can be created, and
+ * creation stops with ENOSPC soon after (fstests' generic/558).
+ */
+TEST_F(pm, statfs_ffree_bounded_by_free_pages)
+{
+	unsigned long made = 0, want;
+	struct statfs s;
+	char name[64];
+	int fd;
+
+	ASSERT_EQ(0, remkfs_sized("1M"));
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_EQ(s.f_ffree, s.f_bfree * 448 / 47);
+	EXPECT_EQ(1 + s.f_ffree, s.f_files);		/* the root */
+	want = s.f_ffree;
+	ASSERT_LT(2000, want);
+	for (;;) {
+		snprintf(name, sizeof(name), "%s/f%lu", DIR, made);
+		fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0)
+			break;
+		close(fd);
+		made++;
+	}
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_LE(want, made);
+	EXPECT_GT(want + want / 20, made) TH_LOG("%lu of %lu", made, want);
+	ASSERT_EQ(0, statfs(DIR, &s));
+	EXPECT_GT(30, s.f_ffree);	/* what a name's next pages leave */
+	EXPECT_EQ(1 + made + s.f_ffree, s.f_files);
+	ASSERT_EQ(0, remount());
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck("-n"));
+	ASSERT_EQ(0, do_mount());
+}
+
 /* Renames keep one name per file, whatever they replace or move. */
 TEST_F(pm, renames_survive)
 {
