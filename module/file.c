@@ -412,10 +412,11 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
  * file, raising the order if needed; past RLIMIT_FSIZE it is SIGXFSZ and
  * EFBIG, as for write and truncate); FALLOC_FL_PUNCH_HOLE evicts it;
  * FALLOC_FL_ZERO_RANGE evicts what lies inside the file, then populates
- * as mode 0 (or KEEP_SIZE) does.  KEEP_SIZE stops at the file size rounded
- * up to a page (a page past it would be reachable through a mapping
- * without SIGBUS), and a call that fails frees what it populated past the
- * size.
+ * as mode 0 (or KEEP_SIZE) does.  KEEP_SIZE populates up to the file size
+ * rounded up to a page (a page past it would be reachable through a
+ * mapping without SIGBUS) and reserves the rest (size.c), so that a
+ * later write or fault there finds room.  A call that fails frees what it
+ * populated past the size.
  */
 static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 			     loff_t len)
@@ -456,6 +457,11 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	if (round_down(offset, PAGE_SIZE) < end)
 		err = morsel_populate_range(m, round_down(offset, PAGE_SIZE),
 					    end);
+	if (!err && (mode & FALLOC_FL_KEEP_SIZE) &&
+	    PAGE_ALIGN(offset + len) > PAGE_ALIGN(size))
+		err = morsel_reserve(inode, max_t(u64, PAGE_ALIGN(size),
+						  round_down(offset, PAGE_SIZE)),
+				     PAGE_ALIGN(offset + len));
 	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size) {
 		i_size_write(inode, offset + len);
 		morsel_size_changed(inode);

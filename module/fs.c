@@ -551,8 +551,10 @@ static void morsel_evict_inode(struct inode *inode)
 	if (S_ISREG(inode->i_mode) && inode->i_private) {
 		if (sb_pm(inode->i_sb) && !gone) {
 			morsel_fit_final(inode->i_private, i_size_read(inode));
+			morsel_resv_release(inode->i_private);
 			morsel_forget(inode->i_private);
 		} else {
+			morsel_resv_release(inode->i_private);
 			morsel_destroy(inode->i_private);
 		}
 	}

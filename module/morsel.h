@@ -102,6 +102,10 @@ struct morsel_sb {
  * @nr_pages:   populated data pages.
  * @nr_tables:  table pages per level (index level - 1).
  * @sbi:        the file system instance, charged for pages and tables.
+ * @resv_start: the range [@resv_start, @resv_end) that fallocate reserved
+ * @resv_end:   past the file's end (size.c), 0 and 0 if none; changed
+ *              under the inode lock, read lock-free by allocations.
+ * @resv:       pages (and tables) still charged for it and not used.
  * @inode:      the file it is the data of (NULL: a device's bad-page tree).
  * @id:         names it in its data pages' page->private, for the owner of
  *              a failed page (memerr.c); 0 without an inode.
@@ -121,6 +125,9 @@ struct morsel {
 	atomic_long_t nr_pages;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
 	struct morsel_sb *sbi;
+	u64 resv_start;
+	u64 resv_end;
+	atomic_long_t resv;
 	struct inode *inode;
 	u32 id;
 };
@@ -166,6 +173,7 @@ struct page *morsel_populate(struct morsel *m, u64 off);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
 loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
+unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
 int morsel_place(struct morsel *m, u64 off, struct page *page);
 int morsel_set_order(struct morsel *m, unsigned int order);
@@ -224,6 +232,12 @@ bool morsel_charge(struct morsel *m, unsigned long nr);
 long morsel_take_upto(atomic_long_t *used, long limit, long nr);
 unsigned long morsel_charge_upto(struct morsel *m, unsigned long nr);
 void morsel_uncharge(struct morsel *m, unsigned long nr);
+unsigned long morsel_draw(struct morsel *m, u64 off, unsigned long nr);
+void morsel_undraw(struct morsel *m, unsigned long nr);
+int morsel_reserve(struct inode *inode, u64 start, u64 end);
+void morsel_resv_trim(struct inode *inode, loff_t size);
+void morsel_resv_release(struct morsel *m);
+int morsel_resv_load(struct morsel *m, u64 word);
 u64 morsel_avail_blocks(u64 bfree);
 unsigned int morsel_max_order(void);
 int morsel_raise_order(struct morsel *m, unsigned int order);

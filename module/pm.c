@@ -26,9 +26,9 @@
  * flush caches on power loss (dax_write_cache_enabled(): ADR), write the
  * line back and fence before the next store.
  *
- * Locking: the allocator's bitmap and the busy list under pm->alloc_lock
- * (a spinlock taken with softirqs off: RCU callbacks free tables into it;
- * faults allocate lock-free otherwise); inode records are
+ * Locking: the allocator's bitmap, the busy list and the held pages under
+ * pm->alloc_lock (a spinlock taken with softirqs off: RCU callbacks free
+ * tables into it; faults allocate lock-free otherwise); inode records are
  * allocated under pm->ino_lock; names change under the VFS's directory
  * locks (i_rwsem of every directory involved), which also order the
  * stores into a directory's pages; an inode's words under its i_rwsem;
@@ -64,9 +64,10 @@ struct morsel_pm {
 	struct dev_pagemap *pgmap;	/* held: unbinding waits for umount */
 	char *path;			/* pmem=, for /proc/mounts */
 	bool flush;
-	spinlock_t alloc_lock;		/* fs.used, hint, busy */
+	spinlock_t alloc_lock;		/* fs.used, hint, busy, held */
 	u64 hint;
 	struct list_head busy;
+	unsigned long *held;		/* pages reserved by fallocate, or NULL */
 	struct mutex ino_lock;		/* inode records, ino_hint */
 	u64 ino_hint;
 	atomic64_t nr_inodes;		/* allocated records */
@@ -237,13 +238,23 @@ static void pm_reap_busy(struct morsel_pm *pm)
 	}
 }
 
-/* A free page (now used), zeroed; 0 when the device is full. */
-static u64 pm_alloc_page(struct morsel_pm *pm)
+/*
+ * A free page (now used), zeroed; 0 when the device is full.  With @held,
+ * one of the pages a reservation holds (below), if any is left.
+ */
+static u64 pm_alloc_page(struct morsel_pm *pm, bool held)
 {
 	unsigned long *map = (unsigned long *)pm->fs.used;
-	u64 n = pm->fs.nr_pages, p;
+	u64 n = pm->fs.nr_pages, p = n;
 
 	spin_lock_bh(&pm->alloc_lock);
+	if (held && pm->held) {
+		p = find_next_bit(pm->held, n, 1);
+		if (p < n) {
+			__clear_bit(p, pm->held);
+			goto out;
+		}
+	}
 	p = find_next_zero_bit(map, n, pm->hint);
 	if (p >= n)
 		p = find_next_zero_bit(map, n, 1);
@@ -257,10 +268,67 @@ static u64 pm_alloc_page(struct morsel_pm *pm)
 	} else {
 		p = 0;
 	}
+out:
 	spin_unlock_bh(&pm->alloc_lock);
 	if (p)
 		pm_write(pm, pm_addr(pm, p), NULL, PAGE_SIZE);
 	return p;
+}
+
+/*
+ * Reservations (size.c: fallocate(FALLOC_FL_KEEP_SIZE) past a file's end):
+ * the pages are taken out of the bitmap at once, so no other allocation
+ * gets them, and marked in @held, whence an allocation for the reserved
+ * range takes them.  @held lives in memory only; a mount holds the pages
+ * that the device's reservations still lack again (pm_iget).
+ * Return: 0, -ENOSPC (fewer than @nr pages are free) or -ENOMEM.
+ */
+int morsel_pm_hold(struct morsel_pm *pm, unsigned long nr)
+{
+	unsigned long *map = (unsigned long *)pm->fs.used, *held = NULL;
+	u64 n = pm->fs.nr_pages, p = 1;
+	int err = 0;
+
+	if (!nr)
+		return 0;
+	if (!READ_ONCE(pm->held)) {
+		held = kvcalloc(BITS_TO_LONGS(n), sizeof(long), GFP_KERNEL);
+		if (!held)
+			return -ENOMEM;
+	}
+	spin_lock_bh(&pm->alloc_lock);
+	if (!pm->held) {
+		pm->held = held;
+		held = NULL;
+	}
+	if (n - bitmap_weight(map, n) < nr && !list_empty(&pm->busy))
+		pm_reap_busy(pm);
+	if (n - bitmap_weight(map, n) < nr)
+		err = -ENOSPC;
+	while (!err && nr--) {
+		p = find_next_zero_bit(map, n, p);
+		__set_bit(p, map);
+		__set_bit(p, pm->held);
+	}
+	spin_unlock_bh(&pm->alloc_lock);
+	kvfree(held);
+	return err;
+}
+
+/* Give back up to @nr held pages (fewer if allocations failed after taking). */
+void morsel_pm_unhold(struct morsel_pm *pm, unsigned long nr)
+{
+	u64 n = pm->fs.nr_pages, p = 1;
+
+	spin_lock_bh(&pm->alloc_lock);
+	while (pm->held && nr--) {
+		p = find_next_bit(pm->held, n, p);
+		if (p >= n)
+			break;
+		__clear_bit(p, pm->held);
+		__clear_bit(p, (unsigned long *)pm->fs.used);
+	}
+	spin_unlock_bh(&pm->alloc_lock);
 }
 
 static void pm_free_page(struct morsel_pm *pm, u64 page)
@@ -270,9 +338,9 @@ static void pm_free_page(struct morsel_pm *pm, u64 page)
 	spin_unlock_bh(&pm->alloc_lock);
 }
 
-struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm)
+struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm, bool held)
 {
-	u64 p = pm_alloc_page(pm);
+	u64 p = pm_alloc_page(pm, held);
 	struct page *page;
 
 	if (!p)
@@ -327,9 +395,9 @@ void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
 	call_rcu(&d->rcu, pm_table_rcu);
 }
 
-struct page *morsel_pm_alloc_data(struct morsel_pm *pm)
+struct page *morsel_pm_alloc_data(struct morsel_pm *pm, bool held)
 {
-	u64 p = pm_alloc_page(pm);
+	u64 p = pm_alloc_page(pm, held);
 
 	return p ? virt_to_page(pm_addr(pm, p)) : NULL;
 }
@@ -663,7 +731,7 @@ static void *pm_small_page(struct morsel_pm *pm, u64 *rootp, u64 pgoff)
 		return NULL;
 	n = pm_small_needed(pm, root, pgoff, need);
 	for (level = 0; level < n; level++) {
-		pages[level] = pm_alloc_page(pm);
+		pages[level] = pm_alloc_page(pm, false);
 		if (!pages[level]) {
 			while (level--)
 				pm_free_page(pm, pages[level]);
@@ -775,6 +843,7 @@ int morsel_pm_new_inode(struct inode *inode)
 	pm_set(pm, &rec->punch_end, 0);
 	pm_set(pm, &rec->xattr, 0);
 	pm_set(pm, &rec->flags, MORSEL_I(inode)->fsflags);
+	pm_set(pm, &rec->resv, 0);	/* a freed record keeps its range */
 	morsel_pm_store(pm, &rec->mode, inode->i_mode);
 	atomic64_inc(&pm->nr_inodes);
 	pm->ino_hint = ino + 1;
@@ -889,7 +958,7 @@ int morsel_pm_xattrs_begin(struct inode *inode, struct simple_xattrs *xs,
 	if (len > PAGE_SIZE)
 		return -ENOSPC;
 	if (len)
-		*page = pm_alloc_page(PM(inode->i_sb));
+		*page = pm_alloc_page(PM(inode->i_sb), false);
 	return len && !*page ? -ENOSPC : 0;
 }
 
@@ -1240,10 +1309,16 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 		if (rec->root)
 			m->order = mpm_root_order(rec->root);
 		else
-			m->order = max_t(int, order, rec->min_order);
+			m->order = max3(order, (int)rec->min_order,
+					(int)mpm_order_for_size(mpm_resv_end(rec->resv)));
 		if (morsel_adopt_tree(m)) {
 			iget_failed(inode);
 			return ERR_PTR(-ENOMEM);
+		}
+		if (morsel_resv_load(m, rec->resv)) {
+			pr_warn("morselfs: %s: inode %llu: its reservation no longer fits; dropped\n",
+				pm->path, ino);
+			pm_set(pm, &rec->resv, 0);
 		}
 	} else if (S_ISLNK(inode->i_mode)) {
 		void *page = mpm_tree_page(&pm->fs, rec->root, 0);
@@ -1380,6 +1455,7 @@ void morsel_pm_unmount(struct super_block *sb)
 	rcu_barrier();		/* tables waiting for a grace period */
 	pm_leave_busy(pm);
 	mpm_fs_release(&pm->fs);
+	kvfree(pm->held);
 	put_dev_pagemap(pm->pgmap);
 	/* No failure notification is in flight when the holder goes. */
 	mutex_lock(&pm_failure_lock);

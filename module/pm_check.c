@@ -452,6 +452,13 @@ static const char *inode_damage(struct mpm_inode *in, __u64 data, __u64 **word, 
 		*val = in->flags & MPM_FLAGS_KNOWN;
 		return "has unknown attribute flags";
 	}
+	if (in->resv && ((in->mode & S_IFMT) != S_IFREG ||
+			 mpm_resv_start(in->resv) >= mpm_resv_end(in->resv) ||
+			 mpm_resv_end(in->resv) > extent)) {
+		*word = &in->resv;
+		*val = 0;
+		return "has a reservation outside its tree";
+	}
 	*word = &in->size;
 	*val = extent;
 	switch (in->mode & S_IFMT) {
@@ -914,12 +921,13 @@ static void finish_renames(struct mpm_fs *fs, struct vec *pending)
 }
 
 /*
- * Lower a tree above the order its size and minimum order need (after the
- * pages past EOF are gone): a crash between raising the order and storing
- * the size or minimum, or between a shrink's size and its lowering, leaves
- * it higher.  Each step is one store of the root word: entry 0 of the top
- * table becomes the root; the top table and the (empty) tables of its
- * other entries become unreachable.
+ * Lower a tree above the order its size, minimum order and reservation
+ * need (after the pages past EOF are gone): a crash between raising the
+ * order and storing the size, minimum or reservation, or between a
+ * shrink's size and its lowering, leaves it higher.  Each step is one
+ * store of the root word: entry 0 of the top table becomes the root; the
+ * top table and the (empty) tables of its other entries become
+ * unreachable.
  */
 static void fit_order(struct mpm_fs *fs, struct mpm_inode *in)
 {
@@ -928,6 +936,8 @@ static void fit_order(struct mpm_fs *fs, struct mpm_inode *in)
 
 	if (want < in->min_order)
 		want = in->min_order;
+	if (want < mpm_order_for_size(mpm_resv_end(in->resv)))
+		want = mpm_order_for_size(mpm_resv_end(in->resv));
 	while (root && order > want) {
 		page = entry_page(fs, root & ~MPM_ROOT_ORDER_MASK, fs->base);
 		if (!page)

@@ -154,8 +154,28 @@ struct mpm_inode {
 	__u64 punch_start;	/*   [punch_start & ~1, punch_end) if bit 0 */
 	__u64 xattr;		/* 0, or a leaf entry: the extended attributes */
 	__u64 flags;		/* chattr's flags, MPM_FLAGS_KNOWN (was reserved) */
-	__u64 reserved[1];
+	__u64 resv;		/* fallocate's reservation, 0 if none (was reserved) */
 };
+
+/*
+ * @resv: the page range [start, end) that fallocate(FALLOC_FL_KEEP_SIZE)
+ * reserved past the file's end, as start | end << 32 in pages (so a
+ * reservation ends below 16 TiB).  Its pages are not on the device: a
+ * mount holds back as many free pages as the range still lacks, and the
+ * tree keeps the order the end needs.  The word was reserved (always 0)
+ * before, so every older device reads as no reservation.
+ */
+#define MPM_RESV_MAX_PAGE	0x100000000ULL
+
+static inline __u64 mpm_resv_start(__u64 resv)
+{
+	return (resv & 0xffffffffULL) * MPM_PAGE_SIZE;
+}
+
+static inline __u64 mpm_resv_end(__u64 resv)
+{
+	return (resv >> 32) * MPM_PAGE_SIZE;
+}
 
 /*
  * The flags of chattr(1) an inode may have, with FS_IOC_SETFLAGS's values:

@@ -13,7 +13,9 @@
  * Limits, as tmpfs has them: data pages and page tables both count
  * against size=; morsel_charge() takes the pages before tree.c allocates
  * them, so a full file system gives -ENOSPC (a fault: SIGBUS) and nothing
- * stored is lost.
+ * stored is lost.  fallocate(FALLOC_FL_KEEP_SIZE) past the end charges
+ * ahead of time: a reservation (the end of this file), which allocations
+ * in its range draw on first (morsel_draw).
  *
  * Locking: i_rwsem (held by the VFS around setattr and by file.c around
  * writes) orders size changes; the invalidate lock, taken exclusively
@@ -114,10 +116,14 @@ unsigned int morsel_max_order(void)
 	return pgtable_l5_enabled() ? 4 : 3;
 }
 
-/* The order a file of @size bytes should have: at least the minimum. */
+/*
+ * The order a file of @size bytes should have: at least the minimum, and
+ * enough for its reservation.
+ */
 static int wanted_order(struct morsel *m, loff_t size)
 {
-	int order = morsel_order_for_size(size);
+	int order = morsel_order_for_size(max_t(u64, size,
+						READ_ONCE(m->resv_end)));
 
 	if (order < 0 || order > morsel_max_order())
 		return -EFBIG;
@@ -261,6 +267,7 @@ int morsel_resize(struct inode *inode, loff_t size)
 		else
 			morsel_free_range(m, PAGE_ALIGN(size),
 					  morsel_extent(m->order));
+		morsel_resv_trim(inode, size);
 	}
 	fit(m, size);
 out:
@@ -293,5 +300,226 @@ int morsel_set_min_order(struct inode *inode, unsigned int order)
 			morsel_pm_set_word(inode, MORSEL_PM_FIELD(min_order), order);
 	}
 	mutex_unlock(&m->lock);
+	return err;
+}
+
+/* ---- reservations: fallocate(FALLOC_FL_KEEP_SIZE) past the end ---- */
+
+/*
+ * A page past the file's size stays absent: a mounted mapping reaches a
+ * populated page without a fault, so only an absent one gives SIGBUS
+ * there.  So where ext4, XFS and tmpfs allocate for fallocate
+ * (FALLOC_FL_KEEP_SIZE) past the end, a morsel reserves: the range
+ * [@resv_start, @resv_end) (one per file; another call widens it to cover
+ * both) holds as many pages as it lacks, plus one table per level for
+ * every table span it touches, charged to the size limit at once (on a
+ * persistent instance also held back from the device's free pages, pm.c)
+ * or refused with -ENOSPC.  The order rises to the one its end needs and
+ * stays there.  Every allocation for an offset in the range, page or
+ * table, draws on the reservation before the limit, so writes, faults and
+ * fallocate there find room however full the file system is, also after
+ * the size grew over the range.  A shrinking truncate cuts the range at
+ * the new size and gives back what the rest does not need; deletion gives
+ * back all.  A page punched out of the range goes back to the file system,
+ * as on ext4.  Pages counted in the range but present already (a wider
+ * range), and tables that existed, stay charged until then: the charge is
+ * an upper bound.
+ *
+ * Locking: the range changes under the inode lock (resize: also the
+ * invalidate lock and m->lock); allocations read it lock-free and take
+ * from @resv with a cmpxchg loop, so a reservation is never used twice.
+ */
+
+/* Take up to @nr from @ctr (never below 0).  Return: how much. */
+static unsigned long take_down(atomic_long_t *ctr, unsigned long nr)
+{
+	long cur = atomic_long_read(ctr), take;
+
+	do {
+		take = min_t(long, cur, nr);
+		if (take <= 0)
+			return 0;
+	} while (!atomic_long_try_cmpxchg(ctr, &cur, cur - take));
+	return take;
+}
+
+/**
+ * morsel_draw - take up to @nr pages for byte offset @off from @m's
+ * reservation, if @off lies in its range
+ *
+ * For tree.c, lock-free.  What is drawn was charged at reservation.
+ * Return: how many were drawn (the rest must be charged).
+ */
+unsigned long morsel_draw(struct morsel *m, u64 off, unsigned long nr)
+{
+	if (!nr || off < READ_ONCE(m->resv_start) ||
+	    off >= READ_ONCE(m->resv_end))
+		return 0;
+	return take_down(&m->resv, nr);
+}
+
+/* Drawn pages that were not used after all (an allocation failed). */
+void morsel_undraw(struct morsel *m, unsigned long nr)
+{
+	if (nr)
+		atomic_long_add(nr, &m->resv);
+}
+
+/* Tables of levels 1..@order that pages in [@start, @end) may need. */
+static unsigned long resv_tables(u64 start, u64 end, unsigned int order)
+{
+	unsigned long nr = 0;
+	unsigned int level;
+
+	for (level = 1; level <= order; level++) {
+		u64 span = morsel_extent(level);
+
+		nr += (round_up(end, span) - round_down(start, span)) / span;
+	}
+	return nr;
+}
+
+/* What the range [@start, @end) lacks: absent pages and their tables. */
+static unsigned long resv_need(struct morsel *m, u64 start, u64 end)
+{
+	return ((end - start) >> PAGE_SHIFT) -
+	       morsel_count_pages(m, start, end) +
+	       resv_tables(start, end, m->order);
+}
+
+/* Charge @nr more pages to @m's reservation.  Return: 0, -ENOSPC, -ENOMEM. */
+static int resv_take(struct morsel *m, unsigned long nr)
+{
+	int err;
+
+	if (!morsel_charge(m, nr))
+		return -ENOSPC;
+	if (m->pm) {
+		err = morsel_pm_hold(m->pm, nr);
+		if (err) {
+			morsel_uncharge(m, nr);
+			return err;
+		}
+	}
+	atomic_long_add(nr, &m->resv);
+	return 0;
+}
+
+/* Give back up to @nr pages of @m's reservation. */
+static void resv_give(struct morsel *m, unsigned long nr)
+{
+	nr = take_down(&m->resv, nr);
+	if (m->pm)
+		morsel_pm_unhold(m->pm, nr);
+	morsel_uncharge(m, nr);
+}
+
+/* The range on the device (pm_format.h), as start | end << 32 in pages. */
+static void resv_store(struct inode *inode)
+{
+	struct morsel *m = inode->i_private;
+
+	if (m->pm)
+		morsel_pm_set_word(inode, MORSEL_PM_FIELD(resv), m->resv_end ?
+				   m->resv_start >> PAGE_SHIFT |
+				   (m->resv_end >> PAGE_SHIFT) << 32 : 0);
+}
+
+/**
+ * morsel_reserve - reserve [@start, @end) past the size (fallocate)
+ *
+ * Page-aligned, @start at or past the size rounded up to a page.  Caller
+ * holds the inode lock, and lowers the order again if this fails.
+ * Return: 0; -ENOSPC (nothing changed), -EFBIG (a persistent instance
+ * records reservations below 16 TiB), -EBUSY (bound), -ENOMEM.
+ */
+int morsel_reserve(struct inode *inode, u64 start, u64 end)
+{
+	struct morsel *m = inode->i_private;
+	long more;
+	int err;
+
+	if (m->resv_end) {
+		start = min(start, m->resv_start);
+		end = max(end, m->resv_end);
+	}
+	if (m->pm && end >> PAGE_SHIFT >= MPM_RESV_MAX_PAGE)
+		return -EFBIG;
+	err = morsel_grow_order(m, end);
+	if (err)
+		return err;
+	more = resv_need(m, start, end) - atomic_long_read(&m->resv);
+	if (more > 0) {
+		err = resv_take(m, more);
+		if (err)
+			return err;
+	}
+	/* Widen start first: meanwhile the range is a part of the new one. */
+	WRITE_ONCE(m->resv_start, start);
+	WRITE_ONCE(m->resv_end, end);
+	resv_store(inode);
+	return 0;
+}
+
+/**
+ * morsel_resv_release - give back the whole reservation (in memory only)
+ *
+ * At eviction: the file is gone, or (persistent) the device keeps its
+ * word and the next mount holds the pages again.
+ */
+void morsel_resv_release(struct morsel *m)
+{
+	WRITE_ONCE(m->resv_end, 0);
+	WRITE_ONCE(m->resv_start, 0);
+	resv_give(m, atomic_long_read(&m->resv));
+}
+
+/**
+ * morsel_resv_trim - the size fell to @size: cut the range there
+ *
+ * Called by morsel_resize after the pages past @size are gone, with the
+ * inode lock, the invalidate lock and m->lock held.
+ */
+void morsel_resv_trim(struct inode *inode, loff_t size)
+{
+	struct morsel *m = inode->i_private;
+	u64 end = PAGE_ALIGN(size);
+	long less;
+
+	if (end >= m->resv_end)
+		return;
+	if (end <= m->resv_start) {
+		morsel_resv_release(m);
+	} else {
+		WRITE_ONCE(m->resv_end, end);
+		less = atomic_long_read(&m->resv) -
+		       resv_need(m, m->resv_start, end);
+		if (less > 0)
+			resv_give(m, less);
+	}
+	resv_store(inode);
+}
+
+/**
+ * morsel_resv_load - a persistent file's reservation, at mount
+ * @m:    the morsel, its tree adopted
+ * @word: its record's @resv
+ *
+ * Holds what the range still lacks.  Return: 0, or -ENOSPC / -ENOMEM (the
+ * caller drops the reservation: the device is fuller than when it was
+ * made, which only a repair can do).
+ */
+int morsel_resv_load(struct morsel *m, u64 word)
+{
+	u64 start = mpm_resv_start(word), end = mpm_resv_end(word);
+	int err;
+
+	if (!word)
+		return 0;
+	err = resv_take(m, resv_need(m, start, end));
+	if (!err) {
+		m->resv_start = start;
+		m->resv_end = end;
+	}
 	return err;
 }

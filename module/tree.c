@@ -53,7 +53,10 @@
  *   (__GFP_ACCOUNT, as shmem does; the charge stays with the page) and to
  *   the file system's size= limit (fs.c: morsel_charge), which is taken
  *   before a page or table is allocated and given back when it is freed
- *   or loses a publication race.
+ *   or loses a publication race.  An allocation for an offset in the
+ *   file's reserved range draws on the reservation first (size.c:
+ *   morsel_draw), which was charged ahead; on a persistent device it
+ *   also takes one of the pages the reservation holds.
  * - Freeing is post-order: a table or page is freed only after every entry
  *   below it is gone, and the entry pointing at it is cleared before it is
  *   freed, so an interrupted teardown leaves a consistent smaller tree.
@@ -140,17 +143,40 @@ static void table_dtor(struct ptdesc *pt, int level)
 		pagetable_pud_dtor(pt);
 }
 
-/* A new zeroed table for @level.  Return: the table or ERR_PTR(). */
-static void *table_alloc(struct morsel *m, int level)
+/*
+ * Give back @nr pages that were taken for allocations that failed: to the
+ * reservation for the first @drawn of them (size.c), to the limit for the
+ * rest.  (A held device page that became a table whose constructor failed
+ * went back to the free pages: the reservation takes a free one later.)
+ */
+static void charge_back(struct morsel *m, unsigned long nr,
+			unsigned long drawn)
 {
-	struct ptdesc *pt;
+	morsel_undraw(m, min(nr, drawn));
+	if (nr > drawn)
+		morsel_uncharge(m, nr - drawn);
+}
 
-	if (!morsel_charge(m, 1))
+/*
+ * A new zeroed table for @level, on the way to byte offset @off (U64_MAX:
+ * above the tree, never reserved).  Return: the table, ERR_PTR(-ENOSPC)
+ * (the size limit, or a full device) or ERR_PTR(-ENOMEM).
+ */
+static void *table_alloc(struct morsel *m, int level, u64 off)
+{
+	unsigned long drawn = morsel_draw(m, off, 1);
+	struct ptdesc *pt;
+	int err = -ENOMEM;
+
+	if (!drawn && !morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	if (m->pm)
-		pt = morsel_pm_alloc_table(m->pm);
-	else
+	if (m->pm) {
+		pt = morsel_pm_alloc_table(m->pm, drawn);
+		if (!pt)
+			err = -ENOSPC;
+	} else {
 		pt = pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
+	}
 	if (pt && !table_ctor(pt, level)) {
 		if (m->pm)
 			morsel_pm_free_table(m->pm, pt, false);
@@ -159,8 +185,8 @@ static void *table_alloc(struct morsel *m, int level)
 		pt = NULL;
 	}
 	if (!pt) {
-		morsel_uncharge(m, 1);
-		return ERR_PTR(-ENOMEM);
+		charge_back(m, 1, drawn);
+		return ERR_PTR(err);
 	}
 	atomic_long_inc(&m->nr_tables[level - 1]);
 	atomic_long_inc(&morsel_stat_tables);
@@ -272,10 +298,11 @@ static void page_unused(struct morsel *m, struct page *page)
 	morsel_uncharge(m, 1);
 }
 
-/* A new zeroed data page, or NULL. */
-static struct page *page_alloc(struct morsel *m)
+/* A new zeroed data page, or NULL; @drawn: for a reserved range. */
+static struct page *page_alloc(struct morsel *m, bool drawn)
 {
-	return m->pm ? morsel_pm_alloc_data(m->pm) : alloc_page(DATA_GFP);
+	return m->pm ? morsel_pm_alloc_data(m->pm, drawn) :
+		       alloc_page(DATA_GFP);
 }
 
 /* Publish @new in the empty @slot; on a lost race return the winner. */
@@ -359,7 +386,7 @@ again:
 			return NULL;
 		}
 		if (!e) {
-			void *t = table_alloc(m, level);
+			void *t = table_alloc(m, level, off);
 
 			if (IS_ERR(t))
 				return t;
@@ -393,6 +420,7 @@ again:
  */
 struct page *morsel_populate(struct morsel *m, u64 off)
 {
+	unsigned long drawn;
 	mentry_t *slot, e;
 	struct page *page;
 	bool lost;
@@ -409,11 +437,12 @@ again:
 	err = morsel_memerr_add(m);
 	if (err)
 		return ERR_PTR(err);
-	if (!morsel_charge(m, 1))
+	drawn = morsel_draw(m, off, 1);
+	if (!drawn && !morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	page = page_alloc(m);
+	page = page_alloc(m, drawn);
 	if (!page) {
-		morsel_uncharge(m, 1);
+		charge_back(m, 1, drawn);
 		return ERR_PTR(m->pm ? -ENOSPC : -ENOMEM);
 	}
 	page_owned(m, page, off);
@@ -463,22 +492,29 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 	while (off < end && !err) {
 		mentry_t leaf, *slot = walk(m, off, true, NULL, &leaf);
 		u64 stop = min(end, round_down(off, table_span) + table_span);
-		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
-		unsigned int want = 0, granted, got, used = 0;
+		unsigned int i, n, want = 0, drawn, granted, got, used = 0;
 		bool lost;
 
 		if (IS_ERR(slot)) {
 			err = PTR_ERR(slot);
 			break;
 		}
+		/* Inside or outside a reserved range as a whole (size.c). */
+		if (off < READ_ONCE(m->resv_start) &&
+		    stop > READ_ONCE(m->resv_start))
+			stop = READ_ONCE(m->resv_start);
+		if (off < READ_ONCE(m->resv_end) && stop > READ_ONCE(m->resv_end))
+			stop = READ_ONCE(m->resv_end);
+		n = (stop - off) >> PAGE_SHIFT;
 		for (i = 0; i < n; i++)
 			want += !READ_ONCE(slot[i]);
-		granted = morsel_charge_upto(m, want);
+		drawn = morsel_draw(m, off, want);
+		granted = drawn + morsel_charge_upto(m, want - drawn);
 		memset(pages, 0, granted * sizeof(*pages));
 		got = granted && !m->pm ?
 			alloc_pages_bulk_array(DATA_GFP, granted, pages) : 0;
 		for (; got < granted; got++) {
-			pages[got] = page_alloc(m);
+			pages[got] = page_alloc(m, got < drawn);
 			if (!pages[got])
 				break;
 		}
@@ -495,7 +531,7 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 			err = m->pm ? -ENOSPC : -ENOMEM;
 		else if (granted < want)
 			err = -ENOSPC;
-		morsel_uncharge(m, granted - got);
+		charge_back(m, granted - got, drawn > got ? drawn - got : 0);
 		while (used < got)
 			page_unused(m, pages[used++]);
 		off = stop;
@@ -554,6 +590,31 @@ loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data)
 		}
 	}
 	return end;
+}
+
+/**
+ * morsel_count_pages - how many slots in [@start, @end) hold a page
+ *
+ * (A poisoned slot counts: it is no hole a reservation must fill.)  For
+ * reservations (size.c); the caller keeps the tree from shrinking.
+ */
+unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end)
+{
+	u64 span, cur = start;
+	unsigned long nr = 0;
+	mentry_t e;
+
+	end = min(end, morsel_extent(READ_ONCE(m->order)));
+	while (cur < end) {
+		span = PAGE_SIZE;
+		e = 0;
+		if (walk(m, cur, false, &span, &e) && e)
+			nr++;
+		cur = round_down(cur, span) + span;
+		if (!(cur & (level_span(1) - 1)))
+			cond_resched();
+	}
+	return nr;
 }
 
 /**
@@ -906,7 +967,7 @@ static int raise_order(struct morsel *m, unsigned int order)
 		}
 		if (!old) {
 			if (!tables[order]) {
-				tables[order] = table_alloc(m, order);
+				tables[order] = table_alloc(m, order, U64_MAX);
 				if (IS_ERR(tables[order])) {
 					err = PTR_ERR(tables[order]);
 					tables[order] = NULL;
@@ -920,7 +981,7 @@ static int raise_order(struct morsel *m, unsigned int order)
 		for (level = m->order + 1; level <= order; level++) {
 			if (tables[level])
 				continue;
-			tables[level] = table_alloc(m, level);
+			tables[level] = table_alloc(m, level, U64_MAX);
 			if (IS_ERR(tables[level])) {
 				err = PTR_ERR(tables[level]);
 				tables[level] = NULL;

@@ -761,22 +761,35 @@ TEST(seek_data_hole)
 	close(fd);
 }
 
-TEST(fallocate_keep_size_clamped_to_extent)
+/*
+ * KEEP_SIZE past the extent reserves (below) and raises the order the end
+ * needs at once: 2046 pages, 4 PTE tables and a PMD table for
+ * [2 MiB, 10 MiB - 8 KiB), the 2 pages populated inside the size with
+ * their table, and the new root.  A truncate that cuts the range gives
+ * the reservation back and lowers the order.
+ */
+TEST(fallocate_keep_size_raises_order)
 {
-	int fd = fresh(mpath("fa-clamp"), 2 * MiB);
+	int fd = fresh(mpath("fa-order"), 2 * MiB);
 	struct morsel_stat st;
+	struct statfs s0, s;
 
 	ASSERT_LE(0, fd);
-	/* KEEP_SIZE never raises the order: the extent ends the range. */
+	ASSERT_EQ(0, fstatfs(fd, &s0));
 	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 2 * MiB - 2 * PG,
-			       1 * GiB));
+			       8 * MiB));
 	ASSERT_EQ(0, morsel_stat(fd, &st));
-	EXPECT_EQ(1, st.order);
+	EXPECT_EQ(2, st.order);
 	EXPECT_EQ(2, st.pages);
 	EXPECT_EQ(2 * MiB, st.size);
-	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 4 * MiB, PG));
+	ASSERT_EQ(0, fstatfs(fd, &s));
+	EXPECT_EQ(s0.f_bfree - 2046 - 4 - 1 - 2 - 1 - 1, s.f_bfree);
+	ASSERT_EQ(0, ftruncate(fd, 1 * MiB));
 	ASSERT_EQ(0, morsel_stat(fd, &st));
-	EXPECT_EQ(2, st.pages);
+	EXPECT_EQ(1, st.order);
+	EXPECT_EQ(0, st.pages);
+	ASSERT_EQ(0, fstatfs(fd, &s));
+	EXPECT_EQ(s0.f_bfree - 1, s.f_bfree);	/* the PTE table stays */
 	close(fd);
 }
 
@@ -1255,6 +1268,70 @@ TEST(failed_fallocate_leaves_nothing_past_size)
 	EXPECT_EQ(3, st.pages);	/* up to the size, as populated */
 	ASSERT_EQ(0, statfs(LIM, &sf));
 	EXPECT_EQ(16 - 1 - 3, sf.f_bfree);
+	close(fd);
+	EXPECT_EQ(0, umount(LIM));
+}
+
+/*
+ * fallocate(KEEP_SIZE) past the size reserves its pages and tables (fstests'
+ * generic/274): once something else filled the file system, writes, a
+ * fault through a mapping and the size growing over holes still find room
+ * there; a call that asks for more than is free fails with nothing
+ * changed; a truncate gives back the pages and the unused rest.
+ */
+TEST(fallocate_keep_size_reserves_past_size)
+{
+	struct morsel_stat st;
+	struct statfs s0, s;
+	char buf[PG], *p;
+	int fd, fill, i;
+
+	memset(buf, 'r', sizeof(buf));
+	ASSERT_EQ(0, mount_instance(LIM, "size=1m"));	/* 256 pages */
+	fd = morsel_create(LIM "/f", 0, 0644);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG));
+	ASSERT_EQ(0, statfs(LIM, &s0));
+	EXPECT_EQ(256 - 16 - 1, s0.f_bfree);
+	/* 64 pages and their PTE table's share: charged, not populated. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 16 * PG, 64 * PG));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(16 * PG, st.size);
+	EXPECT_EQ(16, st.pages);
+	ASSERT_EQ(0, statfs(LIM, &s));
+	EXPECT_EQ(s0.f_bfree - 65, s.f_bfree);
+	/* Widening to 240 pages needs 176 more of the 174 free. */
+	ASSERT_ERRNO(ENOSPC, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 * MiB));
+	ASSERT_EQ(0, statfs(LIM, &s));
+	EXPECT_EQ(s0.f_bfree - 65, s.f_bfree);
+	fill = morsel_create(LIM "/fill", 0, 0644);
+	ASSERT_LE(0, fill);
+	for (i = 0; pwrite(fill, buf, PG, i * PG) == PG; i++)
+		;
+	EXPECT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, statfs(LIM, &s));
+	EXPECT_EQ(0, s.f_bfree);
+	/* Odd pages first (the size grows over holes), then the holes. */
+	for (i = 17; i < 80; i += 2)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG)) TH_LOG("page %d", i);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, in_child(write_byte, p + 16 * PG));
+	for (i = 18; i < 80; i += 2)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG)) TH_LOG("page %d", i);
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(80 * PG, st.size);
+	EXPECT_EQ(80, st.pages);
+	/* Past the range the file system is still full; past the size SIGBUS. */
+	ASSERT_ERRNO(ENOSPC, pwrite(fd, buf, PG, 80 * PG));
+	EXPECT_EQ(SIGBUS, in_child(write_byte, p + 81 * PG));
+	ASSERT_EQ(0, munmap(p, 2 * MiB));
+	/* The range had a table to spare: it comes back with the pages. */
+	ASSERT_EQ(0, ftruncate(fd, 16 * PG));
+	ASSERT_EQ(0, statfs(LIM, &s));
+	EXPECT_EQ(64 + 1, s.f_bfree);
+	close(fill);
 	close(fd);
 	EXPECT_EQ(0, umount(LIM));
 }

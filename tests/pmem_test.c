@@ -714,6 +714,87 @@ TEST_F(pm, statfs_ffree_bounded_by_free_pages)
 	EXPECT_EQ(1 + made + s.f_ffree, s.f_files);
 }
 
+/*
+ * fallocate(KEEP_SIZE) past the size on a persistent instance (fstests'
+ * generic/274): the device holds back 64 pages and a table's share, also
+ * after a remount (the range is in the inode record); once another file
+ * filled the device the range still takes writes, and the check after
+ * the test finds the device clean.
+ */
+TEST_F(pm, keep_size_reservation_survives_remount)
+{
+	unsigned long long before, held;
+	char buf[PG];
+	struct stat st;
+	int fd, fill, i;
+
+	memset(buf, 'k', sizeof(buf));
+	ASSERT_EQ(0, remkfs_sized("1M"));
+	fd = open(p("f"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG));
+	before = free_pages();
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 4 * PG, 64 * PG));
+	held = before - free_pages();
+	EXPECT_EQ(65, held);
+	close(fd);
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(before - 65, free_pages());
+	fill = open(p("fill"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fill);
+	for (i = 0; pwrite(fill, buf, PG, i * PG) == PG; i++)
+		;
+	EXPECT_EQ(ENOSPC, errno);
+	close(fill);
+	fd = open(p("f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	for (i = 5; i < 68; i += 2)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG)) TH_LOG("page %d", i);
+	for (i = 4; i < 68; i += 2)
+		ASSERT_EQ(PG, pwrite(fd, buf, PG, i * PG)) TH_LOG("page %d", i);
+	ASSERT_ERRNO(ENOSPC, pwrite(fd, buf, PG, 68 * PG));
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(68 * PG, st.st_size);
+	close(fd);
+	ASSERT_EQ(0, remount());
+	EXPECT_EQ(0, memcmp(buf, get(p("f")), 16));
+	/* Truncated below it, the reservation is gone for good. */
+	ASSERT_EQ(0, truncate(p("f"), 2 * PG));
+	ASSERT_EQ(0, remount());
+	EXPECT_LE(66, free_pages());
+	/* A deleted file's record, used again, starts without one. */
+	fd = open(p("g"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8 * PG));
+	close(fd);
+	ASSERT_EQ(0, unlink(p("g")));
+	ASSERT_EQ(0, remount());
+	put(p("h"), "h");	/* the check after the test reads its record */
+}
+
+/*
+ * A full device is ENOSPC for a write whatever it lacks, a page or a
+ * table (fstests' generic/299 got ENOMEM when the last free page went to
+ * a table and the next write needed another).
+ */
+TEST_F(pm, full_device_is_enospc_for_tables_too)
+{
+	char buf[PG] = "t";
+	int fd, i;
+
+	ASSERT_EQ(0, remkfs_sized("1M"));
+	fd = open(p("sparse"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	/* One page per 2 MiB: every write needs a PTE table and a page. */
+	for (i = 0; pwrite(fd, buf, PG, (off_t)i * 2 * MiB) == PG; i++)
+		;
+	EXPECT_EQ(ENOSPC, errno) TH_LOG("write %d: %s", i, strerror(errno));
+	ASSERT_ERRNO(ENOSPC, pwrite(fd, buf, PG, (off_t)(i + 1) * 2 * MiB));
+	ASSERT_ERRNO(ENOSPC, pwrite(fd, buf, PG, (off_t)(i + 2) * 2 * MiB));
+	close(fd);
+}
+
 /* Renames keep one name per file, whatever they replace or move. */
 TEST_F(pm, renames_survive)
 {

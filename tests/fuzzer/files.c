@@ -216,14 +216,31 @@ void x_range(int s, int fdi, int evict, uint64_t off, uint64_t len,
 	}
 }
 
+/*
+ * The most a reservation of [@a, @b) at order @order charges (size.c):
+ * its pages and one table per level for each table span it touches.
+ */
+static uint64_t resv_charge(uint64_t a, uint64_t b, int order)
+{
+	uint64_t n = (b - a) / PG;
+	int l;
+
+	for (l = 1; l <= order; l++)
+		n += (b + ext(l) - 1) / ext(l) - a / ext(l);
+	return n;
+}
+
+/* Reservations above this are not made: many would fill the instance. */
+#define RESV_MAX	1024
+
 /* fallocate(2), any mode. */
 void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 {
 	struct fdent *f = &W.fds[s][fdi];
 	struct slot *sl = S(s);
-	int want = 0, order = sl->order, neworder = order;
-	int mm = mode & ~FALLOC_FL_KEEP_SIZE;
-	uint64_t end;
+	int want = 0, order = sl->order, neworder = order, rw = order;
+	int mm = mode & ~FALLOC_FL_KEEP_SIZE, late = 0, got;
+	uint64_t end, rs = 0, re = 0;
 	long ret;
 
 	note("fallocate slot %d fd %s mode %#x off %" PRId64 " len %" PRId64,
@@ -247,9 +264,38 @@ void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 			want = EBUSY;
 		if (neworder < order)
 			neworder = order;
+	} else if (mm != FALLOC_FL_PUNCH_HOLE &&
+		   PALIGN((uint64_t)off + len) > PALIGN(sl->size)) {
+		/*
+		 * KEEP_SIZE past the size reserves the rest (size.c), one
+		 * range per file, after populating up to the size: its
+		 * errors come late.
+		 */
+		uint64_t keep = sl->resv_end;
+
+		rs = PDOWN(off) > PALIGN(sl->size) ? PDOWN(off) : PALIGN(sl->size);
+		re = PALIGN((uint64_t)off + len);
+		if (sl->resv_end) {
+			rs = rs < sl->resv_start ? rs : sl->resv_start;
+			re = re > sl->resv_end ? re : sl->resv_end;
+		}
+		sl->resv_end = re;
+		rw = wanted(sl, sl->size);
+		sl->resv_end = keep;
+		if (rw < order)
+			rw = order;
+		if (resv_charge(rs, re, rw) > RESV_MAX) {
+			note("fallocate: not made, it would reserve %" PRIu64
+			     " pages", resv_charge(rs, re, rw));
+			return;
+		}
+		if (rw > order && !bound_ok(sl->bound, rw))
+			late = EBUSY;
 	}
 	ret = fallocate(f->fd, mode, off, len);
-	if (!check("fallocate", ret, want, 0))
+	got = ret == -1 ? errno : 0;
+	if (!check("fallocate", ret, want ? want : late, 0) &&
+	    (want || got != late))
 		return;
 	end = off + len;
 	m_raise(sl, neworder);
@@ -271,6 +317,11 @@ void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 			runs_add(sl, PDOWN(off) / PG, pend / PG);
 			sl->churn++;
 		}
+	}
+	if (rs < re && !got) {
+		sl->resv_start = rs;
+		sl->resv_end = re;
+		m_raise(sl, rw);
 	}
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > sl->size)
 		sl->size = end;

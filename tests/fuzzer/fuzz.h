@@ -123,6 +123,8 @@ struct slot {
 	uint64_t bound;
 	int order;		/* the morsel's order (not a function of size) */
 	int min_order;		/* MORSEL_IOC_SET_MIN_ORDER */
+	uint64_t resv_start;	/* fallocate(KEEP_SIZE)'s reserved range past */
+	uint64_t resv_end;	/*   the size (size.c), 0 and 0 if none */
 	uint64_t churn;		/* populating events since the last reset */
 	int nruns;
 	struct run runs[MODEL_RUNS];
@@ -308,6 +310,7 @@ int check(const char *what, long ret, int want, int want2);
 
 int order_of(uint64_t size);
 int wanted(struct slot *sl, uint64_t size);
+void m_resv_trim(struct slot *sl, uint64_t size);
 int bound_ok(uint64_t bound, int order);
 int mp_count(struct slot *sl);
 int mp_room(struct slot *sl, uint64_t off, uint64_t len);

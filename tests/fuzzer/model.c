@@ -31,7 +31,7 @@ int order_of(uint64_t size)
 /* The order a size asks for: at least the minimum (size.c wanted_order). */
 int wanted(struct slot *sl, uint64_t size)
 {
-	int o = order_of(size);
+	int o = order_of(size > sl->resv_end ? size : sl->resv_end);
 
 	return o > sl->min_order ? o : sl->min_order;
 }
@@ -349,6 +349,7 @@ void m_new(struct slot *sl, uint64_t size)
 	sl->size = size;
 	sl->bound = 0;
 	sl->min_order = 0;
+	sl->resv_start = sl->resv_end = 0;
 	sl->order = order_of(size);
 	m_clear(sl);		/* no table: the root comes with a page */
 }
@@ -588,6 +589,17 @@ void m_fit(int s)
 		m_lower(sl, w);
 }
 
+/* A shrink to @size cuts the reservation there (size.c morsel_resv_trim). */
+void m_resv_trim(struct slot *sl, uint64_t size)
+{
+	if (PALIGN(size) >= sl->resv_end)
+		return;
+	if (PALIGN(size) <= sl->resv_start)
+		sl->resv_start = sl->resv_end = 0;
+	else
+		sl->resv_end = PALIGN(size);
+}
+
 /* A successful truncate to @size, as size.c morsel_resize does it. */
 void m_resize(int s, uint64_t size)
 {
@@ -601,6 +613,7 @@ void m_resize(int s, uint64_t size)
 		m_zero(sl, size, PALIGN(size) - size);
 		m_free_pages(s, PALIGN(size), UINT64_MAX & ~(PG - 1));
 		cp_drop_past(s, PALIGN(size));
+		m_resv_trim(sl, size);
 	}
 	sl->size = size;
 	m_fit(s);
