@@ -764,9 +764,10 @@ TEST(seek_data_hole)
 /*
  * KEEP_SIZE past the extent reserves (below) and raises the order the end
  * needs at once: 2046 pages, 4 PTE tables and a PMD table for
- * [2 MiB, 10 MiB - 8 KiB), the 2 pages populated inside the size with
- * their table, and the new root.  A truncate that cuts the range gives
- * the reservation back and lowers the order.
+ * [2 MiB, 10 MiB - 8 KiB), the 2 pages populated inside the size, and the
+ * new root.  A truncate that cuts the range gives the reservation back
+ * and lowers the order.  (Page 0 first: its PTE table is the root, which
+ * a persistent morsel of order 1 has even while empty.)
  */
 TEST(fallocate_keep_size_raises_order)
 {
@@ -775,21 +776,24 @@ TEST(fallocate_keep_size_raises_order)
 	struct statfs s0, s;
 
 	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "x", 1, 0));
 	ASSERT_EQ(0, fstatfs(fd, &s0));
 	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 2 * MiB - 2 * PG,
 			       8 * MiB));
 	ASSERT_EQ(0, morsel_stat(fd, &st));
 	EXPECT_EQ(2, st.order);
-	EXPECT_EQ(2, st.pages);
+	EXPECT_EQ(3, st.pages);
 	EXPECT_EQ(2 * MiB, st.size);
 	ASSERT_EQ(0, fstatfs(fd, &s));
-	EXPECT_EQ(s0.f_bfree - 2046 - 4 - 1 - 2 - 1 - 1, s.f_bfree);
+	EXPECT_EQ(s0.f_bfree - 2046 - 4 - 1 - 2 - 1, s.f_bfree);
 	ASSERT_EQ(0, ftruncate(fd, 1 * MiB));
 	ASSERT_EQ(0, morsel_stat(fd, &st));
 	EXPECT_EQ(1, st.order);
-	EXPECT_EQ(0, st.pages);
+	EXPECT_EQ(1, st.pages);
+	/* The old root goes after a grace period: a device counts it till then. */
 	ASSERT_EQ(0, fstatfs(fd, &s));
-	EXPECT_EQ(s0.f_bfree - 1, s.f_bfree);	/* the PTE table stays */
+	EXPECT_LE(s0.f_bfree - 1, s.f_bfree);
+	EXPECT_GE(s0.f_bfree, s.f_bfree);
 	close(fd);
 }
 
