@@ -596,23 +596,25 @@ loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data)
  * morsel_count_pages - how many slots in [@start, @end) hold a page
  *
  * (A poisoned slot counts: it is no hole a reservation must fill.)  For
- * reservations (size.c); the caller keeps the tree from shrinking.
+ * reservations (size.c), from the runs morsel_seek finds; the caller keeps
+ * the tree from shrinking.  On a fatal signal it counts short, which only
+ * makes a reservation larger.
  */
 unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end)
 {
-	u64 span, cur = start;
 	unsigned long nr = 0;
-	mentry_t e;
+	loff_t data, hole;
 
 	end = min(end, morsel_extent(READ_ONCE(m->order)));
-	while (cur < end) {
-		span = PAGE_SIZE;
-		e = 0;
-		if (walk(m, cur, false, &span, &e) && e)
-			nr++;
-		cur = round_down(cur, span) + span;
-		if (!(cur & (level_span(1) - 1)))
-			cond_resched();
+	while (start < end) {
+		data = morsel_seek(m, start, end, true);
+		if (data < 0 || data >= end)
+			break;
+		hole = morsel_seek(m, data, end, false);
+		if (hole < 0)
+			break;
+		nr += (hole - data) >> PAGE_SHIFT;
+		start = hole;
 	}
 	return nr;
 }
