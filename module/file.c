@@ -319,6 +319,8 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	err = morsel_grow_order(m, pos + iov_iter_count(from));
 	if (err)
 		goto out;
+	if (pos > i_size_read(inode))
+		morsel_zero_past_size(inode, pos);
 	while (iov_iter_count(from)) {
 		size_t off = offset_in_page(pos);
 		size_t n = min(PAGE_SIZE - off, iov_iter_count(from));
@@ -463,6 +465,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 						  round_down(offset, PAGE_SIZE)),
 				     PAGE_ALIGN(offset + len));
 	if (!err && !(mode & FALLOC_FL_KEEP_SIZE) && offset + len > size) {
+		morsel_zero_past_size(inode, offset + len);
 		i_size_write(inode, offset + len);
 		morsel_size_changed(inode);
 	}

@@ -242,6 +242,7 @@ u64 morsel_avail_blocks(u64 bfree);
 unsigned int morsel_max_order(void);
 int morsel_raise_order(struct morsel *m, unsigned int order);
 int morsel_grow_order(struct morsel *m, loff_t size);
+void morsel_zero_past_size(struct inode *inode, loff_t size);
 int morsel_resize(struct inode *inode, loff_t size);
 void morsel_fit_order(struct inode *inode);
 void morsel_fit_final(struct morsel *m, loff_t size);

@@ -8,7 +8,8 @@
  * owns no memory.  The order rises whenever one of these needs it, also
  * while the morsel is mapped (tree.c keeps every table in place); it falls
  * back to what the size needs at a size change when no shared mapping
- * holds it up.
+ * holds it up.  What a mapping stored past the size in the last page reads
+ * as zeros once the size moves past it, down or up.
  *
  * Limits, as tmpfs has them: data pages and page tables both count
  * against size=; morsel_charge() takes the pages before tree.c allocates
@@ -231,6 +232,26 @@ void morsel_fit_order(struct inode *inode)
 }
 
 /**
+ * morsel_zero_past_size - zero the last page past the size before it grows
+ * @inode: the file (caller holds its inode lock)
+ * @size: the new size
+ *
+ * A shared mapping of the last page may store past the size (as on any
+ * file system); what it left there must read as zeros once the size grows
+ * over it (fsx -e, fstests generic/363).  A shrink zeroes the same bytes
+ * (morsel_resize).  Only the last page can hold such bytes: past it a
+ * page stays absent (morsel_reserve).  A store that races with the growth
+ * lands before or after it, as a write into the file would.
+ */
+void morsel_zero_past_size(struct inode *inode, loff_t size)
+{
+	loff_t old = i_size_read(inode);
+
+	morsel_zero_range(inode->i_private, old,
+			  min_t(loff_t, size, PAGE_ALIGN(old)));
+}
+
+/**
  * morsel_resize - set the size (truncate, ftruncate)
  *
  * Growing raises the order when the size needs it, also while mapped.
@@ -255,6 +276,8 @@ int morsel_resize(struct inode *inode, loff_t size)
 	err = morsel_raise_order(m, order);
 	if (err)
 		goto out;
+	if (size > old)
+		morsel_zero_past_size(inode, size);
 	/* The new size first: a fault past it now gives SIGBUS. */
 	i_size_write(inode, size);
 	morsel_size_changed(inode);

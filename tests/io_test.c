@@ -218,6 +218,65 @@ TEST(read_write_like_a_file)
 	unlink(mpath("rw"));
 }
 
+/*
+ * A shared mapping of the last page stores past the size; each way of
+ * growing the size must show zeros there (fsx -e, fstests generic/363),
+ * for a mapping of the whole file (the mounted path) and of one page
+ * of a larger file (page by page).
+ */
+TEST(growing_zeroes_what_a_mapping_left_past_eof)
+{
+	static const char *const how[] = {
+		"pwrite", "ftruncate", "fallocate", "copy_file_range",
+	};
+	int fd = fresh(mpath("eof"), 0), src = fresh(mpath("eof-src"), 0);
+	unsigned int i, whole;
+	char buf[PG], zero[PG] = { 0 }, *p;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, src);
+	ASSERT_EQ(1, write(src, "s", 1));
+	for (whole = 0; whole < 2; whole++) {
+		/* The last page: page 0 of a 4 KiB file, or past 2 MiB. */
+		off_t base = whole ? 0 : 2 * MiB;
+
+		for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+			loff_t from = 0, to = base + 3000;
+
+			ASSERT_EQ(0, ftruncate(fd, 0));
+			ASSERT_EQ(100, pwrite(fd, zero, 100, base));
+			p = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, base);
+			ASSERT_NE(MAP_FAILED, p);
+			ASSERT_EQ(whole, st(_metadata, fd).mappings);	/* mounted */
+			memset(p + 100, 'x', PG - 100);
+			ASSERT_EQ(0, munmap(p, PG));
+			switch (i) {
+			case 0:
+				ASSERT_EQ(1, pwrite(fd, "w", 1, base + 3000));
+				break;
+			case 1:
+				ASSERT_EQ(0, ftruncate(fd, base + 3001));
+				break;
+			case 2:
+				ASSERT_EQ(0, fallocate(fd, 0, base, 3001));
+				break;
+			case 3:
+				ASSERT_EQ(1, copy_file_range(src, &from, fd, &to, 1, 0));
+				break;
+			}
+			ASSERT_EQ(base + 3001, st(_metadata, fd).size);
+			ASSERT_EQ(2900, pread(fd, buf, 2900, base + 100));
+			ASSERT_EQ(0, memcmp(buf, zero, 2900))
+				TH_LOG("%s (%s): bytes a mapping stored past EOF show",
+				       how[i], whole ? "whole file" : "one page");
+		}
+	}
+	close(src);
+	close(fd);
+	unlink(mpath("eof"));
+	unlink(mpath("eof-src"));
+}
+
 TEST(copy_file_range_sendfile_splice)
 {
 	size_t len = 3 * MiB + 123, done;
