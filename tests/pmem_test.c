@@ -899,13 +899,18 @@ TEST_F(pm, refused_inputs)
 	EXPECT_EQ(-1, do_mount());
 	EXPECT_EQ(EBUSY, errno);
 	close(fd);
-	/* An unformatted device. */
+	/* An unformatted device: its super block gone, the rest still there. */
 	ASSERT_EQ(0, run("dd if=/dev/zero of=$MORSEL_PMEM bs=4096 count=1 conv=notrunc status=none"));
 	EXPECT_EQ(-1, do_mount());
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(8, fsck("-n"));
+	/* mkfs without -f: not over data (another file system), nor a morselfs. */
+	EXPECT_NE(0, run("tools/morsel mkfs $MORSEL_PMEM 2> /dev/null"));
+	ASSERT_EQ(0, run("mkfs.ext4 -q -F $MORSEL_PMEM 2> /dev/null"));
+	EXPECT_NE(0, run("tools/morsel mkfs $MORSEL_PMEM 2> /dev/null"));
+	ASSERT_EQ(0, run("dd if=/dev/zero of=$MORSEL_PMEM bs=64K count=4 conv=notrunc status=none"));
 	ASSERT_EQ(0, run("tools/morsel mkfs $MORSEL_PMEM > /dev/null"));
-	EXPECT_NE(0, run("tools/morsel mkfs $MORSEL_PMEM 2> /dev/null"));	/* without -f */
+	EXPECT_NE(0, run("tools/morsel mkfs $MORSEL_PMEM 2> /dev/null"));
 	EXPECT_EQ(16, fsck("-q"));
 	ASSERT_EQ(0, do_mount());
 }

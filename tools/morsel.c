@@ -247,6 +247,27 @@ static int cmd_create(const char *path, const char *size_s,
 /* The smallest file system mkfs makes: its first 5 pages are metadata. */
 #define MKFS_MIN_PAGES 16
 
+/*
+ * Without -f, mkfs formats only a device whose first 256 KiB are zeros:
+ * every file system blkid knows keeps its super block there (XFS at 0,
+ * ext4 at 1 KiB, iso9660 at 32 KiB, btrfs at 64 KiB, ZFS's labels up to
+ * 256 KiB), so another one is never overwritten by mistake (fstests
+ * generic/740), nor any other data there.
+ */
+#define MKFS_PROBE_BYTES (256 * 1024)
+
+static bool holds_data(const struct mpm_fs *fs)
+{
+	uint64_t n = fs->nr_pages * MPM_PAGE_SIZE, i;
+
+	if (n > MKFS_PROBE_BYTES)
+		n = MKFS_PROBE_BYTES;
+	for (i = 0; i < n; i++)
+		if (fs->dev[i])
+			return true;
+	return false;
+}
+
 static int cmd_mkfs(int argc, char **argv)
 {
 	const char *dev = NULL, *size_s = NULL;
@@ -286,6 +307,12 @@ static int cmd_mkfs(int argc, char **argv)
 	}
 	if (mpm_super(&fs)->magic == MPM_MAGIC && !force) {
 		fprintf(stderr, "morsel mkfs: %s holds a morselfs already (-f formats it anyway)\n", dev);
+		pm_close(&fs);
+		return 1;
+	}
+	if (holds_data(&fs) && !force) {
+		fprintf(stderr, "morsel mkfs: %s holds data, perhaps another file system (-f formats it anyway)\n",
+			dev);
 		pm_close(&fs);
 		return 1;
 	}
