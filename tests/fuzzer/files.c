@@ -148,6 +148,7 @@ void x_write(int s, int fdi, int64_t off, uint64_t len, int method,
 		uint64_t end = PALIGN(off + PG) < ext(grown) ? PALIGN(off + PG) :
 							       ext(grown);
 
+		m_zero_past_size(sl, off);	/* before the copy */
 		m_raise(sl, grown);
 		runs_add(sl, off / PG, off / PG + 1);
 		sl->churn++;
@@ -166,6 +167,7 @@ void x_write(int s, int fdi, int64_t off, uint64_t len, int method,
 		count = r;
 	}
 	m_raise(sl, need);
+	m_zero_past_size(sl, off);
 	m_write(sl, off, data, count);
 	runs_add(sl, off / PG, (off + count - 1) / PG + 1);
 	sl->churn++;
@@ -323,8 +325,10 @@ void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 		sl->resv_end = re;
 		m_raise(sl, rw);
 	}
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > sl->size)
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > sl->size) {
+		m_zero_past_size(sl, end);
 		sl->size = end;
+	}
 }
 
 /* ftruncate (fdi >= 0) or truncate(path) (fdi < 0). */

@@ -318,6 +318,7 @@ int all_zero(const uint8_t *p, uint64_t len);
 void m_read(struct slot *sl, uint64_t off, uint64_t len, uint8_t *out);
 void m_write(struct slot *sl, uint64_t off, const uint8_t *buf, uint64_t len);
 void m_zero(struct slot *sl, uint64_t off, uint64_t len);
+void m_zero_past_size(struct slot *sl, uint64_t size);
 int runs_has(struct slot *sl, uint64_t idx);
 uint64_t runs_count(struct slot *sl);
 int tab_find(struct slot *sl, int level, uint64_t idx);

@@ -600,6 +600,20 @@ void m_resv_trim(struct slot *sl, uint64_t size)
 		sl->resv_end = PALIGN(size);
 }
 
+/*
+ * The size is about to grow to @size: what a mapping stored past the old
+ * size in its last page reads as zeros (size.c morsel_zero_past_size).
+ */
+void m_zero_past_size(struct slot *sl, uint64_t size)
+{
+	uint64_t end = PALIGN(sl->size);
+
+	if (size < end)
+		end = size;
+	if (end > sl->size)
+		m_zero(sl, sl->size, end - sl->size);
+}
+
 /* A successful truncate to @size, as size.c morsel_resize does it. */
 void m_resize(int s, uint64_t size)
 {
@@ -614,6 +628,8 @@ void m_resize(int s, uint64_t size)
 		m_free_pages(s, PALIGN(size), UINT64_MAX & ~(PG - 1));
 		cp_drop_past(s, PALIGN(size));
 		m_resv_trim(sl, size);
+	} else {
+		m_zero_past_size(sl, size);
 	}
 	sl->size = size;
 	m_fit(s);
