@@ -14,7 +14,7 @@ SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench
 # The primitive's suites, which replaced morsel_test: the morsel and its
 # mappings, the ioctls and the morsel tool, file I/O, processes.
-BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test
+BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test tests/huge_test
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
@@ -115,6 +115,9 @@ tests/pm_fuzz_seeds: tests/pm_fuzz.c tests/pm_image.h $(PM_DEPS)
 	$(CC) $(CFLAGS) -DPM_FUZZ_SEEDS -Imodule -Itools -Itests -o $@ $< $(PM_SRCS)
 
 tests/primitive_test: tests/primitive_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/huge_test: tests/huge_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/ioctl_test: tests/ioctl_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)

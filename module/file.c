@@ -72,7 +72,7 @@ static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
-	page = morsel_populate(m, off);
+	page = morsel_populate(m, off, morsel_vma_hint(vmf->vma));
 	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON) {
 		ret = VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
 		goto out;
@@ -324,7 +324,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	while (iov_iter_count(from)) {
 		size_t off = offset_in_page(pos);
 		size_t n = min(PAGE_SIZE - off, iov_iter_count(from));
-		struct page *page = morsel_populate(m, pos);
+		struct page *page = morsel_populate(m, pos, MORSEL_HINT_NONE);
 		size_t copied;
 
 		if (IS_ERR(page)) {
@@ -332,8 +332,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		}
 		copied = copy_page_from_iter(page, off, n, from);
-		if (m->pm)
-			morsel_pm_wrote(m->pm, page_address(page) + off, copied);
+		src_wrote(m->src, page_address(page) + off, copied);
 		done += copied;
 		pos += copied;
 		if (copied < n) {
@@ -409,6 +408,28 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 	return 0;
 }
 
+/**
+ * morsel_collapse_range - MORSEL_IOC_COLLAPSE on [@start, @end)
+ *
+ * Page-by-page mappings of the range lose their pages first (they fault
+ * them in again, from the 2 MiB leaf); a mounted morsel is refused
+ * (-EBUSY: tree.c morsel_collapse).  Caller holds the inode lock
+ * exclusively.
+ */
+int morsel_collapse_range(struct inode *inode, u64 start, u64 end)
+{
+	struct morsel *m = inode->i_private;
+	int err;
+
+	filemap_invalidate_lock(inode->i_mapping);
+	morsel_zap_paged(inode, start, end, false);
+	mutex_lock(&m->lock);
+	err = m->nr_maps ? -EBUSY : morsel_collapse(m, start, end);
+	mutex_unlock(&m->lock);
+	filemap_invalidate_unlock(inode->i_mapping);
+	return err;
+}
+
 /*
  * Mode 0 and FALLOC_FL_KEEP_SIZE populate the range (mode 0 also grows the
  * file, raising the order if needed; past RLIMIT_FSIZE it is SIGXFSZ and
@@ -458,7 +479,7 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	err = 0;
 	if (round_down(offset, PAGE_SIZE) < end)
 		err = morsel_populate_range(m, round_down(offset, PAGE_SIZE),
-					    end);
+					    end, MORSEL_HINT_NONE);
 	if (!err && (mode & FALLOC_FL_KEEP_SIZE) &&
 	    PAGE_ALIGN(offset + len) > PAGE_ALIGN(size))
 		err = morsel_reserve(inode, max_t(u64, PAGE_ALIGN(size),
@@ -495,7 +516,7 @@ int morsel_writeback_inode(struct inode *inode, u64 start, u64 end)
 	int err = 0;
 	loff_t size;
 
-	if (!m || !m->pm || !morsel_pm_flushes(m->pm))
+	if (!m || !src_flushes(m->src))
 		return 0;
 	inode_lock_shared(inode);
 	size = i_size_read(inode);

@@ -764,7 +764,19 @@ static int morsel_statfs(struct dentry *dentry, struct kstatfs *buf)
 	return 0;
 }
 
-/* size= and nr_inodes= always; mode=, uid=, gid= when not the default. */
+/* huge=, with tmpfs's names (huge.c). */
+static const struct constant_table morsel_huge_names[] = {
+	{ "never",		MORSEL_HUGE_NEVER },
+	{ "always",		MORSEL_HUGE_ALWAYS },
+	{ "within_size",	MORSEL_HUGE_WITHIN_SIZE },
+	{ "advise",		MORSEL_HUGE_ADVISE },
+	{}
+};
+
+/*
+ * size= and nr_inodes= always; huge= and mode=, uid=, gid= when not the
+ * default.
+ */
 static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
 	struct morsel_sb *sbi = root->d_sb->s_fs_info;
@@ -776,6 +788,9 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 	}
 	seq_printf(seq, ",size=%luk", sbi->max_blocks << (PAGE_SHIFT - 10));
 	seq_printf(seq, ",nr_inodes=%lu", sbi->max_inodes);
+	if (sbi->huge != MORSEL_HUGE_NEVER)
+		seq_printf(seq, ",huge=%s",
+			   morsel_huge_names[sbi->huge].name);
 	if (sbi->mode != MORSEL_ROOT_MODE)
 		seq_printf(seq, ",mode=%03ho", sbi->mode);
 	if (!uid_eq(sbi->uid, GLOBAL_ROOT_UID))
@@ -809,7 +824,7 @@ static int morsel_sync_fs(struct super_block *sb, int wait)
 	struct inode *inode, *old = NULL;
 	int err = 0;
 
-	if (!wait || !sb_pm(sb) || !morsel_pm_flushes(sb_pm(sb)))
+	if (!wait || !src_flushes(sb_src(sb)))
 		return 0;
 	spin_lock(&sb->s_inode_list_lock);
 	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
@@ -847,7 +862,8 @@ static const struct super_operations morsel_sops = {
 	.shutdown = morsel_pm_shutdown,
 };
 
-enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM };
+enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM,
+	OPT_HUGE };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
@@ -856,6 +872,7 @@ static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_uid("uid", OPT_UID),
 	fsparam_gid("gid", OPT_GID),
 	fsparam_string("pmem", OPT_PMEM),
+	fsparam_enum("huge", OPT_HUGE, morsel_huge_names),
 	{}
 };
 
@@ -866,7 +883,8 @@ struct morsel_opts {
 	kuid_t uid;
 	kgid_t gid;
 	char *pmem;
-	bool has_blocks, has_inodes, has_mode, has_uid, has_gid;
+	unsigned int huge;
+	bool has_blocks, has_inodes, has_mode, has_uid, has_gid, has_huge;
 };
 
 /*
@@ -932,6 +950,10 @@ static int morsel_parse_param(struct fs_context *fc,
 		o->gid = result.gid;
 		o->has_gid = true;
 		return 0;
+	case OPT_HUGE:
+		o->huge = result.uint_32;
+		o->has_huge = true;
+		return 0;
 	case OPT_PMEM:
 		if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE)
 			return invalfc(fc, "pmem= cannot change on remount");
@@ -966,6 +988,7 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->mode = o->has_mode ? o->mode : MORSEL_ROOT_MODE;
 	sbi->uid = o->has_uid ? o->uid : current_fsuid();
 	sbi->gid = o->has_gid ? o->gid : current_fsgid();
+	sbi->huge = o->has_huge ? o->huge : MORSEL_HUGE_NEVER;
 
 	sb->s_maxbytes = morsel_extent(pgtable_l5_enabled() ? 4 : 3);
 	sb->s_blocksize = PAGE_SIZE;
@@ -998,11 +1021,14 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	return sb->s_root ? 0 : -ENOMEM;
 }
 
-/* The checks of the options together, for mount and remount alike. */
+/*
+ * The checks of the options together, for mount and remount alike.  A
+ * device has no 2 MiB pages for files yet (huge= other than never).
+ */
 static bool pm_opts_bad(const struct morsel_opts *o)
 {
 	return o->has_blocks || o->has_inodes || o->has_mode || o->has_uid ||
-	       o->has_gid;
+	       o->has_gid || (o->has_huge && o->huge != MORSEL_HUGE_NEVER);
 }
 
 /*
@@ -1085,7 +1111,7 @@ static int morsel_get_tree(struct fs_context *fc)
 	 * make a later remount with the fstab line's options fail.
 	 */
 	if (o->pmem && pm_opts_bad(o))
-		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
+		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid=, gid= or huge=");
 	/*
 	 * The instance's morsel_sb goes to sget_fc, which makes it
 	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
@@ -1094,6 +1120,7 @@ static int morsel_get_tree(struct fs_context *fc)
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
+	sbi->src = &morsel_ram_source;	/* a device's replaces it (pm.c) */
 	fc->s_fs_info = sbi;
 	if (o->pmem)
 		return get_pm_tree(fc, o->pmem);
@@ -1119,7 +1146,7 @@ static int morsel_reconfigure(struct fs_context *fc)
 	 * remount that set them in memory would be undone by the next mount.
 	 */
 	if (sbi->pm && pm_opts_bad(o))
-		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
+		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid=, gid= or huge=");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
@@ -1131,6 +1158,8 @@ static int morsel_reconfigure(struct fs_context *fc)
 		WRITE_ONCE(sbi->max_blocks, o->blocks);
 	if (o->has_inodes)
 		WRITE_ONCE(sbi->max_inodes, o->inodes);
+	if (o->has_huge)
+		WRITE_ONCE(sbi->huge, o->huge);
 	if (!o->has_mode && !o->has_uid && !o->has_gid)
 		return 0;
 	inode_lock(root);

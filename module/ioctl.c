@@ -4,9 +4,10 @@
  *
  * Every argument is a struct of __u64 fields; flags and reserved fields
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
- * Operations that change the morsel (populate, evict, bind, set the
- * minimum order) need a file opened for writing (-EBADF otherwise) and
- * one not immutable (-EPERM); of an append-only file, only populate.
+ * Operations that change the morsel (populate, evict, collapse, bind, set
+ * the minimum order or the huge-page mode) need a file opened for writing
+ * (-EBADF otherwise) and one not immutable (-EPERM); of an append-only
+ * file, only populate.
  *
  * MORSEL_IOC_CREATE is the one ioctl of a directory: it makes an unnamed
  * morsel (fs.c morsel_create_unnamed) and installs its descriptor last,
@@ -14,8 +15,9 @@
  *
  * Locking: arguments are copied in before any lock is taken (a user
  * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
- * inode lock shared (faults populate concurrently, lock-free); EVICT holds
- * it exclusive (file.c), and so does SET_MIN_ORDER (size.c); STAT, BIND
+ * inode lock shared (faults populate concurrently, lock-free); EVICT,
+ * COLLAPSE (file.c) and SET_HUGE hold it exclusive, and so does
+ * SET_MIN_ORDER (size.c); STAT, BIND
  * and MAPPINGS hold m->lock, which keeps
  * the list of mappings and every VMA on it alive; MAPPINGS copies out only
  * after dropping it (a fault on the buffer takes mmap_lock, which nests
@@ -94,14 +96,17 @@ static long ioc_stat(struct morsel *m, struct file *file,
 	st.mappings = others ? m->nr_maps : own_maps(m);
 	st.bound = m->bound;
 	st.min_order = m->min_order;
+	st.huge = atomic_long_read(&m->nr_huge);
+	st.huge_mode = morsel_huge_mode(m);
 	mutex_unlock(&m->lock);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
-/* Check a range: page aligned, non-empty, inside the file. */
-static long check_range(struct inode *inode, const struct morsel_range *r)
+/* Check a range: page aligned, non-empty, inside the file; @flags allowed. */
+static long check_range(struct inode *inode, const struct morsel_range *r,
+			u64 flags)
 {
-	if (r->flags || !all_zero(r->reserved, sizeof(r->reserved)))
+	if ((r->flags & ~flags) || !all_zero(r->reserved, sizeof(r->reserved)))
 		return -EINVAL;
 	if (!r->length || !PAGE_ALIGNED(r->offset) || !PAGE_ALIGNED(r->length))
 		return -EINVAL;
@@ -112,24 +117,28 @@ static long check_range(struct inode *inode, const struct morsel_range *r)
 }
 
 /*
- * POPULATE or EVICT a checked range, under the locks named at the top.
- * EVICT changes the contents as a hole punch does: it updates mtime and
- * ctime, drops setuid/setgid (file_modified) and tells fsnotify.
+ * POPULATE, EVICT or COLLAPSE a checked range, under the locks named at
+ * the top.  EVICT changes the contents as a hole punch does: it updates
+ * mtime and ctime, drops setuid/setgid (file_modified) and tells fsnotify.
+ * COLLAPSE changes where the contents live, not what they are.
  */
 static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
-		      struct morsel_range __user *arg, bool evict)
+		      struct morsel_range __user *arg, unsigned int cmd)
 {
+	bool evict = cmd == MORSEL_IOC_EVICT, shared = cmd == MORSEL_IOC_POPULATE;
 	struct morsel_range r;
 	long err;
 
 	if (copy_from_user(&r, arg, sizeof(r)))
 		return -EFAULT;
-	if (evict)
-		inode_lock(inode);
-	else
+	if (shared)
 		inode_lock_shared(inode);
-	err = check_range(inode, &r);
-	if (!err && evict) {
+	else
+		inode_lock(inode);
+	err = check_range(inode, &r, shared ? MORSEL_POPULATE_HUGE : 0);
+	if (!err && cmd == MORSEL_IOC_COLLAPSE) {
+		err = morsel_collapse_range(inode, r.offset, r.offset + r.length);
+	} else if (!err && evict) {
 		err = file_modified(file);
 		if (!err)
 			err = morsel_evict(inode, i_size_read(inode), r.offset,
@@ -138,13 +147,39 @@ static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
 		if (!err)
 			fsnotify_modify(file);
 	} else if (!err) {
-		err = morsel_populate_range(m, r.offset, r.offset + r.length);
+		err = morsel_populate_range(m, r.offset, r.offset + r.length,
+					    r.flags & MORSEL_POPULATE_HUGE ?
+					    MORSEL_HINT_ADVISED :
+					    MORSEL_HINT_NONE);
 	}
-	if (evict)
-		inode_unlock(inode);
-	else
+	if (shared)
 		inode_unlock_shared(inode);
+	else
+		inode_unlock(inode);
 	return err;
+}
+
+/*
+ * The file's own huge-page mode (huge.c).  A device has no 2 MiB pages
+ * for files: only never and inherit.
+ */
+static long ioc_set_huge(struct inode *inode, struct morsel *m,
+			 struct morsel_huge __user *arg)
+{
+	struct morsel_huge h;
+
+	if (copy_from_user(&h, arg, sizeof(h)))
+		return -EFAULT;
+	if (h.flags || !all_zero(h.reserved, sizeof(h.reserved)) ||
+	    h.mode > MORSEL_HUGE_INHERIT)
+		return -EINVAL;
+	if (!src_has_huge(m->src) && h.mode != MORSEL_HUGE_NEVER &&
+	    h.mode != MORSEL_HUGE_INHERIT)
+		return -EOPNOTSUPP;
+	inode_lock(inode);
+	WRITE_ONCE(m->huge, h.mode);
+	inode_unlock(inode);
+	return 0;
 }
 
 static long ioc_min_order(struct inode *inode,
@@ -326,8 +361,10 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ioc_mappings(m, file, uarg);
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
+	case MORSEL_IOC_COLLAPSE:
 	case MORSEL_IOC_BIND:
 	case MORSEL_IOC_SET_MIN_ORDER:
+	case MORSEL_IOC_SET_HUGE:
 		break;
 	default:
 		return -ENOTTY;
@@ -344,9 +381,12 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	switch (cmd) {
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
-		return ioc_range(m, file, inode, uarg, cmd == MORSEL_IOC_EVICT);
+	case MORSEL_IOC_COLLAPSE:
+		return ioc_range(m, file, inode, uarg, cmd);
 	case MORSEL_IOC_SET_MIN_ORDER:
 		return ioc_min_order(inode, uarg);
+	case MORSEL_IOC_SET_HUGE:
+		return ioc_set_huge(inode, m, uarg);
 	default:
 		return ioc_bind(inode, m, uarg);
 	}

@@ -2,6 +2,9 @@
 /*
  * Internal interface between the parts of the morsel module:
  *   tree.c   the morsel's own page-table tree (populate, free, re-root)
+ *   source.c where its tables and pages come from (source.h): RAM here,
+ *            a device in pm.c
+ *   huge.c   when a hole gets a 2 MiB leaf (huge= and its overrides)
  *   mount.c  mounting a morsel into processes (fault, unmount, vm_ops)
  *   fs.c     morselfs: super block, inodes, mount options
  *   xattr.c  extended attributes and POSIX ACLs
@@ -28,6 +31,7 @@
 #include <uapi/linux/morsel.h>
 
 #include "pm_format.h"
+#include "source.h"
 
 /* Charges go to memory cgroups, and MAPPINGS names mm->owner. */
 #ifndef CONFIG_MEMCG
@@ -52,10 +56,13 @@ typedef u64 mentry_t;
  * @used:       pages and tables charged (morsel_charge).
  * @ispace:     inode space in use, in bytes: a fixed amount per inode plus
  *              extended attributes and symlink targets (fs.c).
+ * @huge:       huge= (MORSEL_HUGE_*; huge.c).
  * @mode:       mode= (the root directory's mode, without S_IFDIR).
  * @uid:        uid= (the root directory's owner).
  * @gid:        gid= (the root directory's group).
  * @pm:         the persistent device (pm.c), or NULL for a volatile one.
+ * @src:        where its tables and pages come from: morsel_ram_source, or
+ *              the device's (pm.c), set with @pm.
  * @pm_dev:     that device's number, set before the super block exists and
  *              never changed: a second mount of the device finds this
  *              instance by it (fs.c get_pm_tree); 0 when volatile.
@@ -65,6 +72,7 @@ typedef u64 mentry_t;
  */
 struct morsel_sb {
 	struct morsel_pm *pm;
+	const struct morsel_source *src;
 	dev_t pm_dev;
 	struct rcu_head rcu;
 	unsigned long max_blocks;
@@ -74,6 +82,7 @@ struct morsel_sb {
 	umode_t mode;
 	kuid_t uid;
 	kgid_t gid;
+	unsigned int huge;
 };
 
 /**
@@ -92,14 +101,17 @@ struct morsel_sb {
  *              the root word of a persistent morsel must.
  * @rootp:      where the root word lives: &@root, or the root word of the
  *              morsel's inode record on a persistent device.
- * @pm:         the persistent device its tables and pages come from, or
- *              NULL (the page allocator).
+ * @pm:         the persistent device whose metadata stores its tree takes
+ *              (tree.c: tstore), or NULL.
+ * @src:        where its tables and pages come from (the instance's).
  * @maps:       struct morsel_map of every mounted VMA (shared, offset 0).
  * @nr_maps:    length of @maps.
  * @nr_paged:   page-by-page VMAs (MAP_PRIVATE, or shared at an offset;
  *              file.c).
  * @bound:      address every mapping must use, or 0.
  * @nr_pages:   populated data pages.
+ * @nr_huge:    2 MiB leaves (each 512 of @nr_pages).
+ * @huge:       MORSEL_HUGE_* for this file, or MORSEL_HUGE_INHERIT.
  * @nr_tables:  table pages per level (index level - 1).
  * @sbi:        the file system instance, charged for pages and tables.
  * @resv_start: the range [@resv_start, @resv_end) that fallocate reserved
@@ -118,11 +130,14 @@ struct morsel {
 	mentry_t root;
 	mentry_t *rootp;
 	struct morsel_pm *pm;
+	const struct morsel_source *src;
 	struct list_head maps;
 	unsigned int nr_maps;
 	atomic_t nr_paged;
 	u64 bound;
 	atomic_long_t nr_pages;
+	atomic_long_t nr_huge;
+	unsigned int huge;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
 	struct morsel_sb *sbi;
 	u64 resv_start;
@@ -156,6 +171,12 @@ static inline struct morsel_pm *sb_pm(struct super_block *sb)
 	return ((struct morsel_sb *)sb->s_fs_info)->pm;
 }
 
+/* Where @sb's instance gets its tables and pages. */
+static inline const struct morsel_source *sb_src(struct super_block *sb)
+{
+	return ((struct morsel_sb *)sb->s_fs_info)->src;
+}
+
 static inline u64 morsel_extent(unsigned int order)
 {
 	return (u64)PAGE_SIZE << (9 * order);
@@ -169,8 +190,10 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode);
 void morsel_destroy(struct morsel *m);
 void morsel_forget(struct morsel *m);
 int morsel_adopt_tree(struct morsel *m);
-struct page *morsel_populate(struct morsel *m, u64 off);
-int morsel_populate_range(struct morsel *m, u64 start, u64 end);
+struct page *morsel_populate(struct morsel *m, u64 off, int hint);
+int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint);
+int morsel_split(struct morsel *m, u64 off);
+int morsel_collapse(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
 loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
 unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end);
@@ -185,6 +208,14 @@ int morsel_writeback(struct morsel *m, u64 start, u64 end);
 int morsel_writeback_inode(struct inode *inode, u64 start, u64 end);
 mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 			    bool exec);
+
+/* huge.c; a populating caller's hint: */
+#define MORSEL_HINT_NONE	0
+#define MORSEL_HINT_ADVISED	1	/* MADV_HUGEPAGE, MORSEL_POPULATE_HUGE */
+#define MORSEL_HINT_REFUSED	2	/* MADV_NOHUGEPAGE */
+int morsel_vma_hint(const struct vm_area_struct *vma);
+unsigned int morsel_huge_mode(struct morsel *m);
+bool morsel_huge_wanted(struct morsel *m, u64 off, int hint);
 
 /* mount.c */
 extern const struct vm_operations_struct morsel_vm_ops;
@@ -213,6 +244,7 @@ static inline bool morsel_rights_expressible(unsigned long flags)
 /* file.c */
 extern const struct file_operations morsel_fops;
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
+int morsel_collapse_range(struct inode *inode, u64 start, u64 end);
 void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 		      bool even_cows);
 
@@ -297,6 +329,10 @@ extern atomic_long_t morsel_stat_pages;
 extern atomic_long_t morsel_stat_tables;
 extern atomic_long_t morsel_stat_morsels;
 extern atomic_long_t morsel_stat_mounts;
+extern atomic_long_t morsel_stat_huge;
+extern atomic_long_t morsel_stat_huge_fallbacks;
+extern atomic_long_t morsel_stat_huge_splits;
+extern atomic_long_t morsel_stat_huge_collapses;
 int morsel_stats_init(void);
 void morsel_stats_exit(void);
 

@@ -7,29 +7,16 @@
 #include "pm_format.h"
 
 struct morsel_pm;
-struct ptdesc;
 
 /* The device's metadata stores: the only writes of metadata (pm.c). */
 void morsel_pm_store(struct morsel_pm *pm, u64 *word, u64 val);
 u64 morsel_pm_xchg(struct morsel_pm *pm, u64 *word, u64 val);
 bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new);
 
-void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len);
-bool morsel_pm_flushes(struct morsel_pm *pm);
-void morsel_pm_writeback(struct morsel_pm *pm, void *addr);
-
 /*
- * Pages of the device: zeroed on allocation; NULL when it is full.  @held:
- * for a reserved range, from the pages reservations hold (size.c).
+ * The device's pages, as tables and data, its reservations and the
+ * writes data needs are the instance's source of memory (source.h).
  */
-struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm, bool held);
-void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
-			  bool published);
-void morsel_pm_table_disowned(struct ptdesc *pt);
-struct page *morsel_pm_alloc_data(struct morsel_pm *pm, bool held);
-int morsel_pm_hold(struct morsel_pm *pm, unsigned long nr);
-void morsel_pm_unhold(struct morsel_pm *pm, unsigned long nr);
-void morsel_pm_free_data(struct morsel_pm *pm, struct page *page);
 
 /* A data page failed: listed in the device's bad-page tree (memerr.c). */
 int morsel_pm_bad_page(struct morsel_pm *pm, struct page *page);

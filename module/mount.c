@@ -189,6 +189,18 @@ static int mount(struct vm_area_struct *vma)
 	mentry_t *slot, want, cur;
 	struct page *page = NULL;
 
+	/*
+	 * An order-1 mapping mounts the PTE table of the first 2 MiB: a 2 MiB
+	 * leaf there becomes one (tree.c: nothing moves), and none comes
+	 * back while the mapping exists (a leaf goes only into an empty
+	 * slot, and tables of a mapped morsel stay).
+	 */
+	if (map->order == 1) {
+		int err = morsel_split(vma_morsel(vma), 0);
+
+		if (err)
+			return err;
+	}
 again:
 	want = vma_mount_entry(vma);
 	if (!want)		/* no root yet: empty, volatile (tree.c) */
@@ -387,7 +399,7 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	 */
 	if (!morsel_vma_mounts(vma->vm_flags))
 		return VM_FAULT_SIGBUS;
-	page = morsel_populate(m, off);
+	page = morsel_populate(m, off, morsel_vma_hint(vma));
 	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
 		return VM_FAULT_SIGBUS;		/* size= reached, as tmpfs */
 	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON)

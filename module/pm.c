@@ -56,6 +56,7 @@
 #include "morsel_pm.h"
 #include "pm_check.h"
 #include "pm_log.h"
+#include "source.h"
 
 struct morsel_pm {
 	struct mpm_fs fs;		/* fs.used: the allocator's bitmap */
@@ -78,6 +79,7 @@ struct morsel_pm {
 	bool live;			/* mounted: under pm_failure_lock */
 	struct mutex bad_lock;		/* creating @bad */
 	struct morsel *bad;		/* the bad-page tree, once used */
+	struct morsel_source src;	/* its pages as tables and data */
 };
 
 /* A data page freed while pinned, or a table waiting for its grace period. */
@@ -168,8 +170,10 @@ static void pm_write(struct morsel_pm *pm, void *dst, const void *src,
 }
 
 /* Data the file's write path copied into a device page. */
-void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len)
+static void pm_src_wrote(void *priv, void *addr, size_t len)
 {
+	struct morsel_pm *pm = priv;
+
 	pm_persist(pm, addr, len);
 	if (unlikely(READ_ONCE(morsel_pm_log_on)))
 		morsel_pm_log_written(pm_offset(pm, addr), addr, len);
@@ -179,13 +183,13 @@ void morsel_pm_wrote(struct morsel_pm *pm, void *addr, size_t len)
  * Whether data written through mappings must be written back by fsync:
  * the platform does not flush CPU caches on power loss (ADR).
  */
-bool morsel_pm_flushes(struct morsel_pm *pm)
+static bool pm_src_flushes(void *priv)
 {
-	return pm->flush;
+	return ((struct morsel_pm *)priv)->flush;
 }
 
 /* Write one page's cache lines back (fsync on ADR); the caller fences. */
-void morsel_pm_writeback(struct morsel_pm *pm, void *addr)
+static void pm_src_writeback(void *priv, void *addr)
 {
 	arch_wb_cache_pmem(addr, PAGE_SIZE);
 }
@@ -283,8 +287,9 @@ out:
  * that the device's reservations still lack again (pm_iget).
  * Return: 0, -ENOSPC (fewer than @nr pages are free) or -ENOMEM.
  */
-int morsel_pm_hold(struct morsel_pm *pm, unsigned long nr)
+static int pm_src_hold(void *priv, unsigned long nr)
 {
+	struct morsel_pm *pm = priv;
 	unsigned long *map = (unsigned long *)pm->fs.used, *held = NULL;
 	u64 n = pm->fs.nr_pages, p = 1;
 	int err = 0;
@@ -316,8 +321,9 @@ int morsel_pm_hold(struct morsel_pm *pm, unsigned long nr)
 }
 
 /* Give back up to @nr held pages (fewer if allocations failed after taking). */
-void morsel_pm_unhold(struct morsel_pm *pm, unsigned long nr)
+static void pm_src_unhold(void *priv, unsigned long nr)
 {
+	struct morsel_pm *pm = priv;
 	u64 n = pm->fs.nr_pages, p = 1;
 
 	spin_lock_bh(&pm->alloc_lock);
@@ -338,8 +344,9 @@ static void pm_free_page(struct morsel_pm *pm, u64 page)
 	spin_unlock_bh(&pm->alloc_lock);
 }
 
-struct ptdesc *morsel_pm_alloc_table(struct morsel_pm *pm, bool held)
+static struct ptdesc *pm_src_table_alloc(void *priv, bool held)
 {
+	struct morsel_pm *pm = priv;
 	u64 p = pm_alloc_page(pm, held);
 	struct page *page;
 
@@ -370,7 +377,7 @@ static void pm_table_rcu(struct rcu_head *head)
  * grace period (tree.c), on a pm_deferred since its rcu_head would
  * overwrite the pgmap.
  */
-void morsel_pm_table_disowned(struct ptdesc *pt)
+static void pm_src_table_forget(struct ptdesc *pt)
 {
 	struct page *page = ptdesc_page(pt);
 
@@ -378,13 +385,13 @@ void morsel_pm_table_disowned(struct ptdesc *pt)
 	page->index = 0;
 }
 
-void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
-			  bool published)
+static void pm_src_table_free(void *priv, struct ptdesc *pt, bool published)
 {
+	struct morsel_pm *pm = priv;
 	u64 p = pm_page(pm, ptdesc_address(pt));
 	struct pm_deferred *d;
 
-	morsel_pm_table_disowned(pt);
+	pm_src_table_forget(pt);
 	if (!published) {
 		pm_free_page(pm, p);
 		return;
@@ -395,16 +402,18 @@ void morsel_pm_free_table(struct morsel_pm *pm, struct ptdesc *pt,
 	call_rcu(&d->rcu, pm_table_rcu);
 }
 
-struct page *morsel_pm_alloc_data(struct morsel_pm *pm, bool held)
+static struct page *pm_src_page_alloc(void *priv, bool held)
 {
+	struct morsel_pm *pm = priv;
 	u64 p = pm_alloc_page(pm, held);
 
 	return p ? virt_to_page(pm_addr(pm, p)) : NULL;
 }
 
 /* A data page whose leaf is gone (and flushed): reusable once unpinned. */
-void morsel_pm_free_data(struct morsel_pm *pm, struct page *page)
+static void pm_src_page_free(void *priv, struct page *page)
 {
+	struct morsel_pm *pm = priv;
 	u64 p = pm_page(pm, page_address(page));
 	struct pm_deferred *d;
 
@@ -1126,6 +1135,41 @@ int morsel_pm_rename(struct inode *old_dir, struct dentry *old_dentry,
 	return 0;
 }
 
+/* ---- the device as the instance's source of memory (source.h) ---- */
+
+static unsigned int pm_src_pages_alloc(void *priv, unsigned int nr,
+				       unsigned int held, struct page **pages)
+{
+	unsigned int got;
+
+	for (got = 0; got < nr; got++) {
+		pages[got] = pm_src_page_alloc(priv, got < held);
+		if (!pages[got])
+			break;
+	}
+	return got;
+}
+
+static int pm_src_page_failed(void *priv, struct page *page)
+{
+	return morsel_pm_bad_page(priv, page);
+}
+
+static const struct morsel_source_ops pm_source_ops = {
+	.table_alloc = pm_src_table_alloc,
+	.table_free = pm_src_table_free,
+	.table_forget = pm_src_table_forget,
+	.page_alloc = pm_src_page_alloc,
+	.pages_alloc = pm_src_pages_alloc,
+	.page_free = pm_src_page_free,
+	.page_failed = pm_src_page_failed,
+	.hold = pm_src_hold,
+	.unhold = pm_src_unhold,
+	.wrote = pm_src_wrote,
+	.writeback = pm_src_writeback,
+	.flushes = pm_src_flushes,
+};
+
 /* ---- mount ---- */
 
 int morsel_pm_mount(struct super_block *sb, const char *path)
@@ -1156,6 +1200,14 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	mutex_init(&pm->ino_lock);
 	mutex_init(&pm->bad_lock);
 	pm->sbi = sbi;
+	pm->src = (struct morsel_source){
+		.ops = &pm_source_ops,
+		.priv = pm,
+		.full_errno = -ENOSPC,
+		.batch = PTRS_PER_PTE,
+		.root_table = true,
+		.keeps_failed = true,
+	};
 	pm->path = kstrdup(path, GFP_KERNEL);
 	if (!pm->path) {
 		kfree(pm);
@@ -1249,6 +1301,7 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	pm->ino_hint = MPM_ROOT_INO + 1;
 	atomic64_set(&pm->nr_inodes, pm->fs.st.inodes);
 	sbi->pm = pm;
+	sbi->src = &pm->src;
 	return 0;
 fail:
 	mpm_fs_release(&pm->fs);

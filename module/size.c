@@ -417,12 +417,10 @@ static int resv_take(struct morsel *m, unsigned long nr)
 
 	if (!morsel_charge(m, nr))
 		return -ENOSPC;
-	if (m->pm) {
-		err = morsel_pm_hold(m->pm, nr);
-		if (err) {
-			morsel_uncharge(m, nr);
-			return err;
-		}
+	err = src_hold(m->src, nr);
+	if (err) {
+		morsel_uncharge(m, nr);
+		return err;
 	}
 	atomic_long_add(nr, &m->resv);
 	return 0;
@@ -432,8 +430,7 @@ static int resv_take(struct morsel *m, unsigned long nr)
 static void resv_give(struct morsel *m, unsigned long nr)
 {
 	nr = take_down(&m->resv, nr);
-	if (m->pm)
-		morsel_pm_unhold(m->pm, nr);
+	src_unhold(m->src, nr);
 	morsel_uncharge(m, nr);
 }
 

@@ -3,7 +3,10 @@
  * Global counters, read-only in /sys/fs/morselfs: pages (populated data
  * pages), tables (page-table pages owned by morsels), morsels (live
  * morsel objects) and mounts (mount entries written into processes since
- * the module was loaded).  Plain atomics; no locking.
+ * the module was loaded); of 2 MiB leaves: huge (in trees now),
+ * huge_fallbacks (a 2 MiB leaf was wanted and 4 KiB pages came instead:
+ * no free block, or no charge), huge_splits and huge_collapses (since the
+ * module was loaded).  Plain atomics; no locking.
  */
 #include <linux/fs.h>
 #include <linux/kobject.h>
@@ -16,6 +19,10 @@ atomic_long_t morsel_stat_pages;
 atomic_long_t morsel_stat_tables;
 atomic_long_t morsel_stat_morsels;
 atomic_long_t morsel_stat_mounts;
+atomic_long_t morsel_stat_huge;
+atomic_long_t morsel_stat_huge_fallbacks;
+atomic_long_t morsel_stat_huge_splits;
+atomic_long_t morsel_stat_huge_collapses;
 
 static struct kobject *morsel_kobj;
 
@@ -32,12 +39,20 @@ MORSEL_COUNTER(pages);
 MORSEL_COUNTER(tables);
 MORSEL_COUNTER(morsels);
 MORSEL_COUNTER(mounts);
+MORSEL_COUNTER(huge);
+MORSEL_COUNTER(huge_fallbacks);
+MORSEL_COUNTER(huge_splits);
+MORSEL_COUNTER(huge_collapses);
 
 static struct attribute *morsel_attrs[] = {
 	&pages_attr.attr,
 	&tables_attr.attr,
 	&morsels_attr.attr,
 	&mounts_attr.attr,
+	&huge_attr.attr,
+	&huge_fallbacks_attr.attr,
+	&huge_splits_attr.attr,
+	&huge_collapses_attr.attr,
 	NULL,
 };
 

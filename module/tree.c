@@ -60,11 +60,24 @@
  * - Freeing is post-order: a table or page is freed only after every entry
  *   below it is gone, and the entry pointing at it is cleared before it is
  *   freed, so an interrupted teardown leaves a consistent smaller tree.
+ * - 2 MiB leaves: an entry of a level-2 (PMD) table may map 512 pages at
+ *   once (PSE, special like every leaf).  The pages are ordinary pages,
+ *   each with its own reference (source.h: huge_alloc), so a huge leaf is
+ *   published like any other leaf (cmpxchg on the empty slot) and only
+ *   where no PTE table is yet.  Splitting it puts a PTE table over the
+ *   same pages in its place, with the same rights and attributes, under
+ *   the PMD table's split lock (which GUP's slow path holds from reading
+ *   the leaf to taking its page); nothing moves, so a split needs no lock
+ *   of ours and a mapper whose TLB still holds the 2 MiB translation
+ *   reaches the same memory (the Intel SDM allows a page-size change that
+ *   keeps frames and attributes without a flush between; the next
+ *   eviction of the range flushes).  Collapsing goes the other way, in
+ *   place when the 512 pages are the contiguous ones a split left, else
+ *   by copying into a new block with no mapping, page-by-page or mounted,
+ *   and no pin (morsel_collapse).
  */
-#include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
-#include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <asm/pgalloc.h>
@@ -73,7 +86,8 @@
 #include "morsel_pm.h"
 
 #define ENTRY_TABLE	((mentry_t)_PAGE_TABLE)
-#define DATA_GFP	(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
+#define HUGE_NR		PTRS_PER_PTE		/* pages under a 2 MiB leaf */
+#define HUGE_SIZE	PMD_SIZE
 
 /* The root word of an order-@order tree whose root entry is @e. */
 static inline mentry_t root_word(mentry_t e, unsigned int order)
@@ -166,22 +180,14 @@ static void *table_alloc(struct morsel *m, int level, u64 off)
 {
 	unsigned long drawn = morsel_draw(m, off, 1);
 	struct ptdesc *pt;
-	int err = -ENOMEM;
+	int err;
 
 	if (!drawn && !morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	if (m->pm) {
-		pt = morsel_pm_alloc_table(m->pm, drawn);
-		if (!pt)
-			err = -ENOSPC;
-	} else {
-		pt = pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
-	}
+	pt = src_table_alloc(m->src, drawn);
+	err = pt ? -ENOMEM : m->src->full_errno;
 	if (pt && !table_ctor(pt, level)) {
-		if (m->pm)
-			morsel_pm_free_table(m->pm, pt, false);
-		else
-			pagetable_free(pt);
+		src_table_free(m->src, pt, false);
 		pt = NULL;
 	}
 	if (!pt) {
@@ -191,11 +197,6 @@ static void *table_alloc(struct morsel *m, int level, u64 off)
 	atomic_long_inc(&m->nr_tables[level - 1]);
 	atomic_long_inc(&morsel_stat_tables);
 	return ptdesc_address(pt);
-}
-
-static void table_free_rcu(struct rcu_head *head)
-{
-	pagetable_free(container_of(head, struct ptdesc, pt_rcu_head));
 }
 
 /*
@@ -208,12 +209,7 @@ static void table_free(struct morsel *m, void *table, int level,
 	struct ptdesc *pt = virt_to_ptdesc(table);
 
 	table_dtor(pt, level);
-	if (m->pm)
-		morsel_pm_free_table(m->pm, pt, published);
-	else if (published)
-		call_rcu(&pt->pt_rcu_head, table_free_rcu);
-	else
-		pagetable_free(pt);
+	src_table_free(m->src, pt, published);
 	atomic_long_dec(&m->nr_tables[level - 1]);
 	atomic_long_dec(&morsel_stat_tables);
 	morsel_uncharge(m, 1);
@@ -236,6 +232,33 @@ static mentry_t page_entry(struct page *page)
 static struct page *entry_page(mentry_t e)
 {
 	return pfn_to_page((e & PTE_PFN_MASK) >> PAGE_SHIFT);
+}
+
+/*
+ * Is the leaf @e a 2 MiB one?  In a PTE the same bit is PAT, which no
+ * 4 KiB leaf of ours sets (nor the root word of order 0, nor the poison),
+ * so any leaf a walk returns can be asked.
+ */
+static inline bool entry_huge(mentry_t e)
+{
+	return e & _PAGE_PSE;
+}
+
+static mentry_t huge_entry(struct page *page)
+{
+	pmd_t pmd = pfn_pmd(page_to_pfn(page),
+			    pgprot_encrypted(PAGE_SHARED_EXEC));
+
+	return pmd_val(pmd_mkspecial(pmd_mkdirty(pmd_mkyoung(pmd_mkhuge(pmd)))));
+}
+
+/* The page at byte offset @off under the leaf @e (4 KiB or 2 MiB). */
+static struct page *leaf_page(mentry_t e, u64 off)
+{
+	struct page *page = entry_page(e);
+
+	return entry_huge(e) ? page + ((off >> PAGE_SHIFT) & (HUGE_NR - 1)) :
+			       page;
 }
 
 /*
@@ -272,10 +295,7 @@ static void pages_added(struct morsel *m, long nr)
 static void page_release(struct morsel *m, struct page *page)
 {
 	page_disowned(m, page);
-	if (m->pm)
-		morsel_pm_free_data(m->pm, page);
-	else
-		put_page(page);
+	src_page_free(m->src, page);
 }
 
 /* A leaf goes: a page's is released, a poisoned one had nothing left. */
@@ -290,19 +310,24 @@ static void page_free(struct morsel *m, mentry_t e)
 /* A page that lost its publication race (or was never used). */
 static void page_unused(struct morsel *m, struct page *page)
 {
-	page_disowned(m, page);
-	if (m->pm)
-		morsel_pm_free_data(m->pm, page);
-	else
-		__free_page(page);
+	page_release(m, page);
 	morsel_uncharge(m, 1);
 }
 
-/* A new zeroed data page, or NULL; @drawn: for a reserved range. */
-static struct page *page_alloc(struct morsel *m, bool drawn)
+/* Count @nr 2 MiB leaves published (or, negative, gone). */
+static void huge_added(struct morsel *m, long nr)
 {
-	return m->pm ? morsel_pm_alloc_data(m->pm, drawn) :
-		       alloc_page(DATA_GFP);
+	atomic_long_add(nr, &m->nr_huge);
+	atomic_long_add(nr, &morsel_stat_huge);
+}
+
+/* The 512 pages of a 2 MiB leaf whose entry is gone (and flushed) go. */
+static void huge_release(struct morsel *m, struct page *page)
+{
+	unsigned int i;
+
+	for (i = 0; i < HUGE_NR; i++)
+		page_release(m, page + i);
 }
 
 /* Publish @new in the empty @slot; on a lost race return the winner. */
@@ -330,7 +355,7 @@ static mentry_t publish_root(struct morsel *m, mentry_t new,
 {
 	mentry_t e;
 
-	if (m->pm)
+	if (m->src->root_table)
 		return publish(m, m->rootp, new, lost);
 	mutex_lock(&m->lock);
 	if (READ_ONCE(m->order) == order) {
@@ -357,17 +382,21 @@ static unsigned int snapshot(struct morsel *m, mentry_t *root)
 }
 
 /*
- * Walk to the leaf entry for byte offset @off (below the extent of the
- * order read at the start).  With @alloc, missing tables are created and
- * published lock-free; without, a missing table ends the walk and, if
- * @hole is given, *@hole is set to the bytes the missing object would
- * cover (aligned, so the walk can skip them).  *@leaf receives the leaf
- * entry as read (for order 0 the root itself: a caller that publishes
- * there and loses must walk again, since the order may have risen).
- * Return: the leaf slot, NULL (absent) or ERR_PTR(-ENOMEM or -ENOSPC).
+ * Walk to the entry for byte offset @off (below the extent of the order
+ * read at the start) that points at an object of level @stop: the leaf
+ * entry (@stop 0; a 2 MiB leaf on the way ends the walk there, at its
+ * slot in the level-2 table) or the level-2 table's entry (@stop 1; the
+ * caller checks that the order is at least 2).  With @alloc, missing
+ * tables are created and published lock-free; without, a missing table
+ * ends the walk and, if @hole is given, *@hole is set to the bytes the
+ * missing object would cover (aligned, so the walk can skip them).
+ * *@leaf receives the entry as read (for order 0 the root itself: a
+ * caller that publishes there and loses must walk again, since the order
+ * may have risen).  Return: the slot, NULL (absent) or ERR_PTR(-ENOMEM or
+ * -ENOSPC).
  */
-static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole,
-		      mentry_t *leaf)
+static mentry_t *walk_to(struct morsel *m, u64 off, int stop, bool alloc,
+			 u64 *hole, mentry_t *leaf)
 {
 	mentry_t *slot, e;
 	int level, order;
@@ -377,9 +406,13 @@ again:
 	level = snapshot(m, &e);
 	order = level;
 	slot = m->rootp;
-	for (; level > 0; level--) {
+	for (; level > stop; level--) {
 		if (slot != m->rootp)
 			e = READ_ONCE(*slot);
+		if (level == 1 && slot != m->rootp && entry_huge(e)) {
+			*leaf = e;	/* as read: a split may follow */
+			return slot;
+		}
 		if (!e && !alloc) {
 			if (hole)
 				*hole = level_span(level);
@@ -408,17 +441,134 @@ again:
 	return slot;
 }
 
+static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole,
+		      mentry_t *leaf)
+{
+	return walk_to(m, off, 0, alloc, hole, leaf);
+}
+
+/*
+ * Split the 2 MiB leaf @e found in @slot (top of file).  The PTE table is
+ * charged like any table.  Return: 0 (split, or @slot no longer holds @e),
+ * -ENOMEM or -ENOSPC (the leaf stays).
+ */
+static int split_huge(struct morsel *m, mentry_t *slot, mentry_t e)
+{
+	mentry_t *t = table_alloc(m, 1, U64_MAX);
+	struct page *page = entry_page(e);
+	spinlock_t *ptl = ptlock_ptr(virt_to_ptdesc(slot));
+	unsigned int i;
+	bool done;
+
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	for (i = 0; i < HUGE_NR; i++)
+		tstore(m, &t[i], page_entry(page + i));
+	spin_lock(ptl);
+	done = tcmpxchg(m, slot, &e, table_entry(t));
+	spin_unlock(ptl);
+	if (!done) {
+		for (i = 0; i < HUGE_NR; i++)
+			tstore(m, &t[i], 0);
+		table_free(m, t, 1, false);
+		return 0;
+	}
+	huge_added(m, -1);
+	atomic_long_inc(&morsel_stat_huge_splits);
+	return 0;
+}
+
+/* Split a 2 MiB leaf that maps byte offset @off, if there is one. */
+static int split_at(struct morsel *m, u64 off)
+{
+	mentry_t e = 0, *slot;
+
+	if (READ_ONCE(m->order) < 2)
+		return 0;
+	slot = walk_to(m, off, 1, false, NULL, &e);
+	return slot && entry_huge(e) ? split_huge(m, slot, e) : 0;
+}
+
+/**
+ * morsel_split - split the 2 MiB leaf at byte offset @off, if any
+ *
+ * For a mapping of order 1 of a larger morsel (mount.c), which mounts the
+ * PTE table of offset 0.  Lock-free; the caller keeps the tree from
+ * shrinking.  Return: 0, -ENOMEM or -ENOSPC.
+ */
+int morsel_split(struct morsel *m, u64 off)
+{
+	return split_at(m, off);
+}
+
+/*
+ * Publish a 2 MiB leaf for the 2 MiB range around @off if its slot in the
+ * level-2 table is empty (no PTE table yet) and a block can be had; the
+ * range lies wholly inside or outside the reserved range.  Return: the
+ * page at @off, NULL (fall back to 4 KiB pages: something is in the slot,
+ * or no block or charge; counted) or an ERR_PTR from the walk.
+ */
+static struct page *populate_huge(struct morsel *m, u64 off)
+{
+	u64 base = round_down(off, HUGE_SIZE), rs, re;
+	unsigned long drawn;
+	struct page *page;
+	mentry_t *slot, e;
+	unsigned int i;
+	bool lost;
+
+	if (READ_ONCE(m->order) < 2 || !src_has_huge(m->src))
+		return NULL;
+	rs = READ_ONCE(m->resv_start);
+	re = READ_ONCE(m->resv_end);
+	if ((rs > base && rs < base + HUGE_SIZE) ||
+	    (re > base && re < base + HUGE_SIZE))
+		goto fallback;
+	slot = walk_to(m, base, 1, true, NULL, &e);
+	if (IS_ERR(slot))
+		return ERR_CAST(slot);
+	if (e)
+		return NULL;
+	drawn = morsel_draw(m, base, HUGE_NR);
+	if (drawn < HUGE_NR && !morsel_charge(m, HUGE_NR - drawn)) {
+		morsel_undraw(m, drawn);
+		goto fallback;
+	}
+	page = src_huge_alloc(m->src, drawn);
+	if (!page) {
+		charge_back(m, HUGE_NR, drawn);
+		goto fallback;
+	}
+	for (i = 0; i < HUGE_NR; i++)
+		page_owned(m, page + i, base + ((u64)i << PAGE_SHIFT));
+	publish(m, slot, huge_entry(page), &lost);
+	if (lost) {
+		huge_release(m, page);
+		morsel_uncharge(m, HUGE_NR);
+		return NULL;
+	}
+	pages_added(m, HUGE_NR);
+	huge_added(m, 1);
+	return page + ((off - base) >> PAGE_SHIFT);
+fallback:
+	atomic_long_inc(&morsel_stat_huge_fallbacks);
+	return NULL;
+}
+
 /**
  * morsel_populate - make sure the page at byte offset @off is present
- * @m:   the morsel
- * @off: offset below morsel_extent(m->order)
+ * @m:    the morsel
+ * @off:  offset below morsel_extent(m->order)
+ * @hint: what the caller knows of huge pages (MORSEL_HUGE_*): a hole is
+ *        filled with a 2 MiB leaf where huge.c wants one and one fits,
+ *        else with a 4 KiB page
  *
  * Lock-free; see the top of this file.
  * Return: the page (valid while the caller keeps the tree from shrinking)
  * or ERR_PTR(-ENOMEM), ERR_PTR(-ENOSPC) (the file system is full),
  * ERR_PTR(-EHWPOISON) (the page there failed and nothing replaced it).
  */
-struct page *morsel_populate(struct morsel *m, u64 off)
+struct page *morsel_populate(struct morsel *m, u64 off, int hint)
 {
 	unsigned long drawn;
 	mentry_t *slot, e;
@@ -426,6 +576,16 @@ struct page *morsel_populate(struct morsel *m, u64 off)
 	bool lost;
 	int err;
 
+	e = 0;
+	if (morsel_huge_wanted(m, off, hint) &&
+	    (walk(m, off, false, NULL, &e), !e)) {
+		err = morsel_memerr_add(m);
+		if (err)
+			return ERR_PTR(err);
+		page = populate_huge(m, off);
+		if (page)	/* or an error; NULL: 4 KiB pages */
+			return page;
+	}
 again:
 	slot = walk(m, off, true, NULL, &e);
 	if (IS_ERR(slot))
@@ -433,17 +593,17 @@ again:
 	if (e == MORSEL_POISON)
 		return ERR_PTR(-EHWPOISON);
 	if (e)
-		return entry_page(e);
+		return leaf_page(e, off);
 	err = morsel_memerr_add(m);
 	if (err)
 		return ERR_PTR(err);
 	drawn = morsel_draw(m, off, 1);
 	if (!drawn && !morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	page = page_alloc(m, drawn);
+	page = src_page_alloc(m->src, drawn);
 	if (!page) {
 		charge_back(m, 1, drawn);
-		return ERR_PTR(m->pm ? -ENOSPC : -ENOMEM);
+		return ERR_PTR(m->src->full_errno);
 	}
 	page_owned(m, page, off);
 	if (slot == m->rootp)	/* order 0: the page is the root */
@@ -473,14 +633,14 @@ again:
  * or -EINTR (fatal signal); what was populated before an error stays.
  * A poisoned slot (memerr.c) is left as it is.
  */
-int morsel_populate_range(struct morsel *m, u64 start, u64 end)
+int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint)
 {
 	u64 table_span = level_span(1), off = start;
 	struct page **pages;
 	int err = 0;
 
 	if (!READ_ONCE(m->order)) {	/* one page, whose slot is the root */
-		err = PTR_ERR_OR_ZERO(morsel_populate(m, start));
+		err = PTR_ERR_OR_ZERO(morsel_populate(m, start, hint));
 		return err == -EHWPOISON ? 0 : err;
 	}
 	err = morsel_memerr_add(m);
@@ -490,14 +650,34 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 	if (!pages)
 		return -ENOMEM;
 	while (off < end && !err) {
-		mentry_t leaf, *slot = walk(m, off, true, NULL, &leaf);
 		u64 stop = min(end, round_down(off, table_span) + table_span);
 		unsigned int i, n, want = 0, drawn, granted, got, used = 0;
+		mentry_t leaf = 0, *slot;
+		struct page *huge;
 		bool lost;
 
+		/* A whole 2 MiB hole may become one leaf. */
+		if (IS_ALIGNED(off, table_span) && stop - off == table_span &&
+		    morsel_huge_wanted(m, off, hint) &&
+		    (walk(m, off, false, NULL, &leaf), !leaf)) {
+			huge = populate_huge(m, off);
+			if (IS_ERR(huge)) {
+				err = PTR_ERR(huge);
+				break;
+			}
+			if (huge) {
+				off = stop;
+				goto next;
+			}
+		}
+		slot = walk(m, off, true, NULL, &leaf);
 		if (IS_ERR(slot)) {
 			err = PTR_ERR(slot);
 			break;
+		}
+		if (entry_huge(leaf)) {	/* a 2 MiB leaf is there */
+			off = stop;
+			goto next;
 		}
 		/* Inside or outside a reserved range as a whole (size.c). */
 		if (off < READ_ONCE(m->resv_start) &&
@@ -510,14 +690,7 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 			want += !READ_ONCE(slot[i]);
 		drawn = morsel_draw(m, off, want);
 		granted = drawn + morsel_charge_upto(m, want - drawn);
-		memset(pages, 0, granted * sizeof(*pages));
-		got = granted && !m->pm ?
-			alloc_pages_bulk_array(DATA_GFP, granted, pages) : 0;
-		for (; got < granted; got++) {
-			pages[got] = page_alloc(m, got < drawn);
-			if (!pages[got])
-				break;
-		}
+		got = src_pages_alloc(m->src, granted, drawn, pages);
 		for (i = 0; i < n && used < got; i++) {
 			if (READ_ONCE(slot[i]))
 				continue;
@@ -528,13 +701,14 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end)
 		}
 		pages_added(m, used);
 		if (got < granted)
-			err = m->pm ? -ENOSPC : -ENOMEM;
+			err = m->src->full_errno;
 		else if (granted < want)
 			err = -ENOSPC;
 		charge_back(m, granted - got, drawn > got ? drawn - got : 0);
 		while (used < got)
 			page_unused(m, pages[used++]);
 		off = stop;
+next:
 		if (fatal_signal_pending(current))
 			err = -EINTR;
 		cond_resched();
@@ -556,7 +730,7 @@ struct page *morsel_lookup(struct morsel *m, u64 off)
 	walk(m, off, false, NULL, &e);
 	if (e == MORSEL_POISON)
 		return ERR_PTR(-EHWPOISON);
-	return e ? entry_page(e) : NULL;
+	return e ? leaf_page(e, off) : NULL;
 }
 
 /**
@@ -582,6 +756,8 @@ loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data)
 		present = walk(m, cur, false, &span, &e) && e;
 		if (present == data)
 			return cur;
+		if (present && entry_huge(e))
+			span = HUGE_SIZE;
 		cur = round_down(cur, span) + span;
 		if (!(++n % 512)) {
 			if (fatal_signal_pending(current))
@@ -644,14 +820,21 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 	if (off >= morsel_extent(m->order))
 		goto out;
 	slot = walk(m, off, false, NULL, &leaf);
-	if (!slot || !leaf || leaf == MORSEL_POISON || entry_page(leaf) != page)
+	/* A failed page of a 2 MiB leaf leaves alone: the leaf splits. */
+	if (slot && entry_huge(leaf) && leaf_page(leaf, off) == page) {
+		if (split_huge(m, slot, leaf))
+			goto out;
+		slot = walk(m, off, false, NULL, &leaf);
+	}
+	if (!slot || !leaf || leaf == MORSEL_POISON || entry_huge(leaf) ||
+	    entry_page(leaf) != page)
 		goto out;
 	/*
 	 * On a device the failure is recorded first, so that a crash before
 	 * the leaf changes still keeps the page (pm_format.h: badtree).  A
 	 * page that cannot be recorded is still taken out of the file.
 	 */
-	if (m->pm && morsel_pm_bad_page(m->pm, page))
+	if (src_page_failed(m->src, page))
 		pr_err("morselfs: a failed page could not be recorded; a remount may reuse it\n");
 	if (slot != m->rootp) {
 		ptl = ptlock_ptr(virt_to_ptdesc(slot));
@@ -667,7 +850,7 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 		goto out;
 	unmap_mapping_range(m->inode->i_mapping, off, PAGE_SIZE, 0);
 	morsel_flush_mappers(m, off, off + PAGE_SIZE);
-	if (m->pm)	/* the bad-page tree's now: never allocated again */
+	if (m->src->keeps_failed)	/* never allocated again */
 		page_disowned(m, page);
 	else
 		page_release(m, page);
@@ -721,7 +904,7 @@ int morsel_writeback(struct morsel *m, u64 start, u64 end)
 
 		if (walk(m, off, false, &hole, &leaf) && leaf &&
 		    leaf != MORSEL_POISON)
-			morsel_pm_writeback(m->pm, page_address(entry_page(leaf)));
+			src_writeback(m->src, page_address(leaf_page(leaf, off)));
 		off = round_down(off, hole) + hole;
 		if (IS_ALIGNED(off, PMD_SIZE)) {
 			/* A large file's fsync can be killed. */
@@ -749,9 +932,25 @@ void morsel_zero_range(struct morsel *m, u64 start, u64 end)
 			page = NULL;
 		if (page)
 			memzero_page(page, offset_in_page(start), stop - start);
-		if (page && m->pm)
-			morsel_pm_wrote(m->pm, page_address(page) +
-					offset_in_page(start), stop - start);
+		if (page)
+			src_wrote(m->src, page_address(page) +
+				  offset_in_page(start), stop - start);
+		start = stop;
+	}
+}
+
+/* Zero [@start, @end) (offsets into it) of the 2 MiB leaf @e's pages. */
+static void zero_huge(struct morsel *m, mentry_t e, u64 start, u64 end)
+{
+	struct page *page = entry_page(e);
+
+	while (start < end) {
+		u64 stop = min(end, round_down(start, PAGE_SIZE) + PAGE_SIZE);
+		struct page *p = page + (start >> PAGE_SHIFT);
+
+		memzero_page(p, offset_in_page(start), stop - start);
+		src_wrote(m->src, page_address(p) + offset_in_page(start),
+			  stop - start);
 		start = stop;
 	}
 }
@@ -768,6 +967,21 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 
 	if (!e)
 		return;
+	if (level == 1 && entry_huge(e)) {
+		if (start == 0 && end == HUGE_SIZE) {
+			tstore(m, slot, 0);
+			huge_release(m, entry_page(e));
+			pages_added(m, -HUGE_NR);
+			huge_added(m, -1);
+			return;
+		}
+		/* Part of it: split, or (no table to be had) zero that part. */
+		if (split_huge(m, slot, e)) {
+			zero_huge(m, e, start, end);
+			return;
+		}
+		e = READ_ONCE(*slot);
+	}
 	if (level > 0) {
 		mentry_t *table = entry_va(e);
 		u64 child = level_span(level - 1);
@@ -824,47 +1038,37 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  * aligned; caller holds m->lock.
  */
 /*
- * Pages whose leaves were cleared, to release after the flush: volatile
- * pages on their lru list head; a device page's lru words hold its pgmap,
- * so those go to an array, flushed and released one PTE table at a time.
+ * Pages whose leaves were cleared wait in a batch (source.h) for the
+ * flush that must come before they are released.  A source whose batch
+ * has a limit gets it flushed before a table could overflow it.
  */
 struct evicted {
-	struct list_head list;
-	struct page **pm;
-	unsigned int nr_pm;
+	struct morsel_batch batch;
+	u64 from;		/* the first offset not flushed yet */
 	bool copies;		/* order-0 copies of the first page to unmap */
 };
 
-static void evicted_add(struct morsel *m, struct evicted *ev, mentry_t e)
+static void evicted_add(struct evicted *ev, mentry_t e)
 {
-	if (e == MORSEL_POISON)
-		return;
-	if (m->pm)
-		ev->pm[ev->nr_pm++] = entry_page(e);
-	else
-		list_add(&entry_page(e)->lru, &ev->list);
+	if (e && e != MORSEL_POISON)
+		morsel_batch_add(&ev->batch, entry_page(e));
 }
 
-/* Flush the mappers of [@start, @end) and release what was evicted. */
+/* Flush the mappers of [ev->from, @end) and release what was evicted. */
 static void evicted_release(struct morsel *m, struct evicted *ev,
-			    struct address_space *mapping, u64 start, u64 end)
+			    struct address_space *mapping, u64 end)
 {
-	struct page *page, *next;
+	struct page *page;
 
-	if (list_empty(&ev->list) && !ev->nr_pm)
+	if (morsel_batch_empty(&ev->batch))
 		return;
 	if (ev->copies)
 		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
 	ev->copies = false;
-	morsel_flush_mappers(m, start, end);
-	while (ev->nr_pm) {
-		page_release(m, ev->pm[--ev->nr_pm]);
-		pages_added(m, -1);
-	}
-	list_for_each_entry_safe(page, next, &ev->list, lru) {
-		list_del(&page->lru);
-		page_disowned(m, page);
-		put_page(page);
+	morsel_flush_mappers(m, ev->from, end);
+	ev->from = end;
+	while ((page = morsel_batch_next(&ev->batch))) {
+		page_release(m, page);
 		pages_added(m, -1);
 		cond_resched();
 	}
@@ -873,54 +1077,168 @@ static void evicted_release(struct morsel *m, struct evicted *ev,
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 			 u64 start, u64 end)
 {
-	u64 table_span = level_span(1), off, first = start;
+	u64 table_span = level_span(1), off;
 	struct evicted ev = {
-		.list = LIST_HEAD_INIT(ev.list),
+		.from = start,
 		.copies = !start && (!m->order || morsel_order0_mapped(m)),
 	};
 
 	lockdep_assert_held(&m->lock);
 	if (start >= end)
 		return;
-	if (m->pm)
-		ev.pm = kmalloc_array(PTRS_PER_PTE, sizeof(*ev.pm),
-				      GFP_KERNEL | __GFP_NOFAIL);
+	morsel_batch_init(m->src, &ev.batch);
 	if (!m->order) {		/* the root is the leaf */
-		mentry_t e = txchg(m, m->rootp, 0);
-
-		if (e)
-			evicted_add(m, &ev, e);
+		evicted_add(&ev, txchg(m, m->rootp, 0));
 		start = end;
 	}
 	for (off = start; off < end;
 	     off = round_down(off, table_span) + table_span) {
 		u64 stop = min(end, round_down(off, table_span) + table_span);
-		u64 hole = table_span;
-		mentry_t leaf, *slot = walk(m, off, false, &hole, &leaf);
+		u64 base = round_down(off, table_span), hole;
 		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
 		spinlock_t *ptl;	/* the PTE table's lock, as GUP takes it */
+		mentry_t leaf, *slot;
 
+again:
+		hole = table_span;
+		slot = walk(m, off, false, &hole, &leaf);
 		if (!slot) {
 			/* Skip all of the missing table's span. */
 			off = round_down(off, hole) + hole - table_span;
 			continue;
 		}
-		ptl = ptlock_ptr(virt_to_ptdesc(slot));
-		spin_lock(ptl);
-		for (i = 0; i < n; i++) {
-			mentry_t e = READ_ONCE(slot[i]) ? txchg(m, &slot[i], 0) : 0;
-
-			if (e)
-				evicted_add(m, &ev, e);
+		if (entry_huge(leaf) && n < HUGE_NR) {
+			/* Part of a 2 MiB leaf: split it, or zero the part. */
+			if (split_huge(m, slot, leaf))
+				zero_huge(m, leaf, off - base, stop - base);
+			else
+				goto again;
+			continue;
 		}
+		if (!morsel_batch_room(&ev.batch, n))
+			evicted_release(m, &ev, mapping, off);
+		ptl = ptlock_ptr(virt_to_ptdesc(slot));
+		if (entry_huge(leaf)) {	/* the PMD table's lock */
+			bool done;
+
+			spin_lock(ptl);
+			done = tcmpxchg(m, slot, &leaf, 0);
+			spin_unlock(ptl);
+			if (!done)	/* split meanwhile (mount.c) */
+				goto again;
+			for (i = 0; i < HUGE_NR; i++)
+				morsel_batch_add(&ev.batch, entry_page(leaf) + i);
+			huge_added(m, -1);
+			continue;
+		}
+		spin_lock(ptl);
+		for (i = 0; i < n; i++)
+			if (READ_ONCE(slot[i]))
+				evicted_add(&ev, txchg(m, &slot[i], 0));
 		spin_unlock(ptl);
-		/* Device pages go table by table: flush just this table's range. */
-		if (m->pm)
-			evicted_release(m, &ev, mapping, off, stop);
 		cond_resched();
 	}
-	evicted_release(m, &ev, mapping, first, end);
-	kfree(ev.pm);
+	evicted_release(m, &ev, mapping, end);
+	morsel_batch_fini(&ev.batch);
+}
+
+/*
+ * Collapse the full PTE table @e in @slot (the 2 MiB at @base) into one
+ * 2 MiB leaf: in place if its pages are one aligned run, else into a new
+ * block, copied.  Return: 0, -EAGAIN (a hole, a failed page or a page
+ * someone else holds: left as it is), -ENOMEM or -ENOSPC.
+ */
+static int collapse_table(struct morsel *m, mentry_t *slot, mentry_t e,
+			  u64 base)
+{
+	mentry_t *t = entry_va(e);
+	struct page *first, *page;
+	bool in_place = true;
+	unsigned int i;
+
+	for (i = 0; i < HUGE_NR; i++) {
+		mentry_t leaf = READ_ONCE(t[i]);
+
+		if (!leaf || leaf == MORSEL_POISON)
+			return -EAGAIN;
+		if (entry_page(leaf) != entry_page(t[0]) + i)
+			in_place = false;
+	}
+	first = entry_page(t[0]);
+	if (!IS_ALIGNED(page_to_pfn(first), HUGE_NR))
+		in_place = false;
+	if (!in_place) {
+		/* A pin could still write an old page after the copy. */
+		for (i = 0; i < HUGE_NR; i++)
+			if (page_count(entry_page(t[i])) != 1)
+				return -EAGAIN;
+		if (!morsel_charge(m, HUGE_NR))
+			return -ENOSPC;
+		first = src_huge_alloc(m->src, false);
+		if (!first) {
+			morsel_uncharge(m, HUGE_NR);
+			return -ENOMEM;
+		}
+		for (i = 0; i < HUGE_NR; i++) {
+			copy_highpage(first + i, entry_page(t[i]));
+			page_owned(m, first + i, base + ((u64)i << PAGE_SHIFT));
+		}
+		pages_added(m, HUGE_NR);
+	}
+	tstore(m, slot, huge_entry(first));
+	for (i = 0; i < HUGE_NR; i++) {
+		page = entry_page(t[i]);
+		tstore(m, &t[i], 0);
+		if (!in_place) {
+			page_release(m, page);
+			pages_added(m, -1);
+		}
+	}
+	table_free(m, t, 1, true);
+	huge_added(m, 1);
+	atomic_long_inc(&morsel_stat_huge_collapses);
+	return 0;
+}
+
+/**
+ * morsel_collapse - make every full, aligned 2 MiB of [@start, @end) one
+ * 2 MiB leaf
+ *
+ * The caller holds the inode lock and the invalidate lock exclusively and
+ * m->lock, has unmapped the range's page-by-page mappings, and the morsel
+ * is not mounted (a fault walking the old PTE table could not be kept
+ * out).  Ranges with a hole, a failed page or a pinned page are left.
+ * Return: 0, -EAGAIN (some range was left for one of those), -ENOMEM,
+ * -ENOSPC, -EINTR or -EOPNOTSUPP (the source has no 2 MiB blocks, or
+ * order < 2).
+ */
+int morsel_collapse(struct morsel *m, u64 start, u64 end)
+{
+	u64 base;
+	int err = 0, ret;
+
+	lockdep_assert_held(&m->lock);
+	if (!src_has_huge(m->src) || m->order < 2)
+		return -EOPNOTSUPP;
+	for (base = round_up(start, HUGE_SIZE); base + HUGE_SIZE <= end;
+	     base += HUGE_SIZE) {
+		mentry_t e = 0, *slot = walk_to(m, base, 1, false, NULL, &e);
+
+		if (!slot || !e || entry_huge(e)) {
+			if (!slot || !e)
+				err = -EAGAIN;
+			continue;
+		}
+		ret = collapse_table(m, slot, e, base);
+		if (ret == -EAGAIN)
+			err = ret;
+		else if (ret)
+			return ret;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return err;
 }
 
 /*
@@ -962,7 +1280,7 @@ static int raise_order(struct morsel *m, unsigned int order)
 		 * publications hold m->lock as we do (publish_root): it
 		 * cannot fill meanwhile.
 		 */
-		if (!old && !m->pm) {
+		if (!old && !m->src->root_table) {
 			if (set_root(m, 0, 0, order))
 				return 0;
 			continue;
@@ -1029,7 +1347,11 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 		return raise_order(m, order);
 	if (order < m->order) {
 		void *old[MORSEL_MAX_ORDER + 1] = { };
+		/* Below order 2 the first 2 MiB must be a PTE table (or none). */
+		int err = order < 2 ? split_at(m, 0) : 0;
 
+		if (err)
+			return err;
 		free_level(m, m->rootp, m->order, morsel_extent(order),
 			   morsel_extent(m->order));
 		write_seqcount_begin(&m->seq);
@@ -1093,6 +1415,8 @@ struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode)
 	m->inode = inode;
 	m->rootp = &m->root;
 	m->pm = sbi->pm;
+	m->src = sbi->src;
+	m->huge = MORSEL_HUGE_INHERIT;
 	mutex_init(&m->lock);
 	seqcount_mutex_init(&m->seq, &m->lock);
 	INIT_LIST_HEAD(&m->maps);
@@ -1179,7 +1503,7 @@ static void disown(struct morsel *m, mentry_t e, int level)
 	if (!atomic_long_read(&m->nr_tables[level - 1]))
 		return;		/* adopt() stopped before this one */
 	table_dtor(pt, level);
-	morsel_pm_table_disowned(pt);
+	src_table_forget(m->src, pt);
 	atomic_long_dec(&m->nr_tables[level - 1]);
 	atomic_long_dec(&morsel_stat_tables);
 }

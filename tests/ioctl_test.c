@@ -71,7 +71,7 @@ TEST(ioctl_bad_input)
 	s.flags = 1;
 	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_STAT, &s));
 	memset(&s, 0, sizeof(s));
-	s.reserved[5] = 1;
+	s.reserved[3] = 1;
 	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_STAT, &s));
 
 	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_STAT, (void *)16));
@@ -444,7 +444,10 @@ TEST(range_ioctls_bad_input)
 	for (i = 0; i < 2; i++) {
 		unsigned long c = cmds[i];
 
-		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, PG, 1, 0, 0));
+		/* Bit 0 is POPULATE's MORSEL_POPULATE_HUGE; bit 1 is no flag. */
+		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, PG, 2, 0, 0));
+		if (c == MORSEL_IOC_EVICT)
+			ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, PG, 1, 0, 0));
 		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, PG, 0, 4, 1));
 		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 100, PG, 0, 0, 0));
 		ASSERT_ERRNO(EINVAL, range_ioctl(fd, c, 0, 100, 0, 0, 0));

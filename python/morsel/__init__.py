@@ -105,8 +105,10 @@ class Stat:
     ``(PTE, PMD, PUD, P4D)``; ``mappings``: shared VMAs that map the
     morsel now (private ones are not counted); ``bound``: the address set
     by :meth:`Morsel.bind`, or 0; ``min_order``: the order set by
-    :meth:`Morsel.set_min_order` (0 if none); ``flags``: the structure's
-    flags word (0).
+    :meth:`Morsel.set_min_order` (0 if none); ``huge``: 2 MiB leaves
+    (each 512 of ``pages``); ``huge_mode``: the ``MORSEL_HUGE_*`` mode in
+    force (0 never, 1 always, 2 within_size, 3 advise); ``flags``: the
+    structure's flags word (0).
     """
     order: int
     extent: int
@@ -117,6 +119,8 @@ class Stat:
     bound: int
     flags: int
     min_order: int = 0
+    huge: int = 0
+    huge_mode: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,7 +288,8 @@ class Morsel:
         return Stat(order=st.order, extent=st.extent, size=st.size,
                     pages=st.pages, tables=tuple(st.tables),
                     mappings=st.mappings, bound=st.bound, flags=st.flags,
-                    min_order=st.min_order)
+                    min_order=st.min_order, huge=st.huge,
+                    huge_mode=st.huge_mode)
 
     def resize(self, size):
         """Set the file size (and with it the order).

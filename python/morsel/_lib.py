@@ -37,7 +37,9 @@ class MorselStat(ctypes.Structure):
         ("mappings", _u64),
         ("bound", _u64),
         ("min_order", _u64),
-        ("reserved", _u64 * 6),
+        ("huge", _u64),
+        ("huge_mode", _u64),
+        ("reserved", _u64 * 4),
     ]
 
 

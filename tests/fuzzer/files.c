@@ -193,8 +193,8 @@ void x_range(int s, int fdi, int evict, uint64_t off, uint64_t len,
 	memset(&r, 0, sizeof(r));
 	r.offset = off;
 	r.length = len;
-	if (bad == 1)
-		r.flags = 1;
+	if (bad == 1)		/* bit 0 is POPULATE's MORSEL_POPULATE_HUGE */
+		r.flags = 2;
 	if (bad == 2)
 		r.reserved[below(5)] = 1;
 	if (!fd_w(f->mode))
@@ -808,7 +808,7 @@ void op_stat(int s)
 		if (!r)
 			st.flags = 1;
 		else
-			st.reserved[below(6)] = 1;
+			st.reserved[below(4)] = 1;
 		if (one_in(2))		/* out fields are ignored on input */
 			st.min_order = st.order = st.pages = 1 + below(7);
 		note("STAT slot %d with bad flags/reserved", s);

@@ -25,7 +25,8 @@
  * @order:    out: current order (0..MORSEL_MAX_ORDER).
  * @extent:   out: bytes covered by the order, 4096 << (9 * @order).
  * @size:     out: file size (st_size).
- * @pages:    out: populated 4 KiB data pages.
+ * @pages:    out: populated 4 KiB data pages (those under 2 MiB leaves
+ *            included).
  * @tables:   out: page-table pages per level; [0] PTE tables, [1] PMD
  *            tables, [2] PUD tables, [3] P4D tables.
  * @mappings: out: number of VMAs that currently map the morsel with
@@ -35,6 +36,9 @@
  *            CAP_SYS_PTRACE (the rule of mincore(2)), else the caller's own.
  * @bound:    out: address the morsel is bound to (MORSEL_IOC_BIND), or 0.
  * @min_order: out: the order set by MORSEL_IOC_SET_MIN_ORDER (0 if none).
+ * @huge:     out: 2 MiB leaves (each 512 of @pages).
+ * @huge_mode: out: the MORSEL_HUGE_* mode in force for the file (its own,
+ *            else the instance's huge= option).
  * @reserved: in: must be 0; out: 0.
  */
 struct morsel_stat {
@@ -47,7 +51,9 @@ struct morsel_stat {
 	__u64 mappings;
 	__u64 bound;
 	__u64 min_order;
-	__u64 reserved[6];
+	__u64 huge;
+	__u64 huge_mode;
+	__u64 reserved[4];
 };
 
 /**
@@ -55,18 +61,51 @@ struct morsel_stat {
  * @offset:   in: first byte, a multiple of 4096.
  * @length:   in: bytes, a non-zero multiple of 4096; @offset + @length must
  *            not pass the file size rounded up to 4096.
- * @flags:    in: must be 0.
+ * @flags:    in: 0, or for POPULATE MORSEL_POPULATE_HUGE.
  * @reserved: in: must be 0.
  *
  * POPULATE allocates every missing page (and table) of the range in one
  * call; EVICT frees the range's pages, so it reads as zeros afterwards in
- * every process that maps the morsel.  Both need a file opened for writing.
+ * every process that maps the morsel; COLLAPSE turns every fully
+ * populated, aligned 2 MiB of the range into one 2 MiB leaf.  All need a
+ * file opened for writing.
  */
 struct morsel_range {
 	__u64 offset;
 	__u64 length;
 	__u64 flags;
 	__u64 reserved[5];
+};
+
+/*
+ * struct morsel_range.flags for POPULATE: fill whole aligned 2 MiB holes
+ * with 2 MiB leaves where the file's mode allows asking (advise,
+ * within_size, always), as MADV_HUGEPAGE does for a mapping's faults.
+ */
+#define MORSEL_POPULATE_HUGE	(1ULL << 0)
+
+/*
+ * Huge-page modes: the huge= mount option (by name) and MORSEL_IOC_SET_HUGE
+ * (by number), with tmpfs's meanings.  INHERIT: the file follows huge=.
+ */
+#define MORSEL_HUGE_NEVER	0
+#define MORSEL_HUGE_ALWAYS	1
+#define MORSEL_HUGE_WITHIN_SIZE	2
+#define MORSEL_HUGE_ADVISE	3
+#define MORSEL_HUGE_INHERIT	4
+
+/**
+ * struct morsel_huge - argument of MORSEL_IOC_SET_HUGE
+ * @mode:     in: a MORSEL_HUGE_* mode for this file's later allocations.
+ * @flags:    in: must be 0.
+ * @reserved: in: must be 0.
+ *
+ * Needs a file opened for writing.  Leaves already there stay as they are.
+ */
+struct morsel_huge {
+	__u64 mode;
+	__u64 flags;
+	__u64 reserved[6];
 };
 
 /**
@@ -193,5 +232,7 @@ struct morsel_create {
 #define MORSEL_IOC_MAPPINGS	_IOWR(MORSEL_IOC_MAGIC, 0x05, struct morsel_mappings)
 #define MORSEL_IOC_SET_MIN_ORDER _IOW(MORSEL_IOC_MAGIC, 0x06, struct morsel_min_order)
 #define MORSEL_IOC_CREATE	_IOW(MORSEL_IOC_MAGIC, 0x07, struct morsel_create)
+#define MORSEL_IOC_SET_HUGE	_IOW(MORSEL_IOC_MAGIC, 0x08, struct morsel_huge)
+#define MORSEL_IOC_COLLAPSE	_IOW(MORSEL_IOC_MAGIC, 0x09, struct morsel_range)
 
 #endif /* _UAPI_LINUX_MORSEL_H */

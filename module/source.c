@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The RAM source of tables and data pages (source.h), and the batch that
+ * evicted pages of any source wait in for their TLB flush.
+ *
+ * Tables and data pages come from the page allocator, charged to the
+ * memory cgroup of the allocating task (__GFP_ACCOUNT, as shmem does; the
+ * charge stays with the page).  The size= limit is charged by the caller
+ * (tree.c) before it asks, not here.
+ *
+ * Locking: none of its own.  The page allocator and call_rcu are safe from
+ * any context that may sleep; a batch belongs to one evicting caller, which
+ * holds m->lock (tree.c).  A table that was ever published is freed only
+ * after an RCU grace period: lockless walkers (GUP-fast, KVM's level
+ * lookup) may still be in it (tree.c, top of file).
+ */
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <asm/pgalloc.h>
+
+#include "source.h"
+
+#define DATA_GFP	(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
+
+static struct ptdesc *ram_table_alloc(void *priv, bool held)
+{
+	return pagetable_alloc(GFP_KERNEL_ACCOUNT | __GFP_ZERO, 0);
+}
+
+static void ram_table_free_rcu(struct rcu_head *head)
+{
+	pagetable_free(container_of(head, struct ptdesc, pt_rcu_head));
+}
+
+static void ram_table_free(void *priv, struct ptdesc *pt, bool published)
+{
+	if (published)
+		call_rcu(&pt->pt_rcu_head, ram_table_free_rcu);
+	else
+		pagetable_free(pt);
+}
+
+static struct page *ram_page_alloc(void *priv, bool held)
+{
+	return alloc_page(DATA_GFP);
+}
+
+/*
+ * One bulk call, topped up page by page: the bulk allocator may return
+ * fewer (always one with memcg accounting or page_owner).
+ */
+static unsigned int ram_pages_alloc(void *priv, unsigned int nr,
+				    unsigned int held, struct page **pages)
+{
+	unsigned int got;
+
+	memset(pages, 0, nr * sizeof(*pages));
+	got = nr ? alloc_pages_bulk_array(DATA_GFP, nr, pages) : 0;
+	for (; got < nr; got++) {
+		pages[got] = alloc_page(DATA_GFP);
+		if (!pages[got])
+			break;
+	}
+	return got;
+}
+
+/*
+ * One order-9 block, split into 512 pages at once (split_page also splits
+ * the memcg charge): a 2 MiB leaf is 512 ordinary pages that happen to be
+ * contiguous, so a punch inside it frees exactly what it punches (tree.c).
+ * Without reclaim or compaction beyond a light attempt, as THP's defrag
+ * default ("madvise") does for faults that did not ask for it: the caller
+ * falls back to 4 KiB pages and counts that.
+ */
+static struct page *ram_huge_alloc(void *priv, bool held)
+{
+	struct page *page = alloc_pages(DATA_GFP | __GFP_NORETRY | __GFP_NOWARN,
+					PMD_SHIFT - PAGE_SHIFT);
+
+	if (page)
+		split_page(page, PMD_SHIFT - PAGE_SHIFT);
+	return page;
+}
+
+/* The tree's reference goes; a GUP pin keeps the page alive. */
+static void ram_page_free(void *priv, struct page *page)
+{
+	put_page(page);
+}
+
+static const struct morsel_source_ops ram_ops = {
+	.table_alloc = ram_table_alloc,
+	.table_free = ram_table_free,
+	.page_alloc = ram_page_alloc,
+	.pages_alloc = ram_pages_alloc,
+	.huge_alloc = ram_huge_alloc,
+	.page_free = ram_page_free,
+};
+
+const struct morsel_source morsel_ram_source = {
+	.ops = &ram_ops,
+	.full_errno = -ENOMEM,
+};
+
+void morsel_batch_init(const struct morsel_source *s, struct morsel_batch *b)
+{
+	INIT_LIST_HEAD(&b->list);
+	b->nr = 0;
+	b->cap = s->batch;
+	b->pages = b->cap ? kmalloc_array(b->cap, sizeof(*b->pages),
+					  GFP_KERNEL | __GFP_NOFAIL) : NULL;
+}
+
+void morsel_batch_fini(struct morsel_batch *b)
+{
+	kfree(b->pages);
+}
+
+/* The caller made room (morsel_batch_room) for a batch with a limit. */
+void morsel_batch_add(struct morsel_batch *b, struct page *page)
+{
+	if (b->cap)
+		b->pages[b->nr] = page;
+	else
+		list_add(&page->lru, &b->list);
+	b->nr++;
+}
+
+/* The next page to free, taken out of @b; NULL when it is empty. */
+struct page *morsel_batch_next(struct morsel_batch *b)
+{
+	struct page *page;
+
+	if (!b->nr)
+		return NULL;
+	b->nr--;
+	if (b->cap)
+		return b->pages[b->nr];
+	page = list_first_entry(&b->list, struct page, lru);
+	list_del(&page->lru);
+	return page;
+}

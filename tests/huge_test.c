@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * huge_test: 2 MiB leaves inside morsels (issue 22; docs/design.md).
+ *
+ * - Choice: huge=never|always|within_size|advise as on tmpfs, shown in
+ *   /proc/mounts and changed by remount; MADV_HUGEPAGE and MADV_NOHUGEPAGE
+ *   on a mapping; MORSEL_POPULATE_HUGE; the file's own mode
+ *   (MORSEL_IOC_SET_HUGE).  STAT and /sys/fs/morselfs count the leaves,
+ *   and a 2 MiB leaf needs no PTE table.
+ * - Paths that meet a leaf: a punch, eviction (mapped or not) and a
+ *   truncate inside it split it (data kept, the hole reads zeros); a whole
+ *   leaf goes at once; MAP_PRIVATE copies; fork; mremap; an order-1
+ *   mapping of the first 2 MiB; GUP's slow path (process_vm_readv, a
+ *   pipe's vmsplice) pins single pages of a leaf.
+ * - Collapse (MORSEL_IOC_COLLAPSE): copies 512 pages into one leaf, or
+ *   takes back in place what a split left; refused while mounted; holes
+ *   are left.
+ *
+ * Each test mounts its own volatile instance at /tmp/morsel-huge with the
+ * options it needs (the suite's $MORSEL_MNT is left alone), and unmounts
+ * it at the end.  Runs in the VM as root (tests/run-all).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "morsel.h"
+#include "ksft_util.h"
+#include "morsel_util.h"
+
+#define HDIR	"/tmp/morsel-huge"
+#define HPG	(2 * MiB)
+
+static char *hpath(const char *name)
+{
+	static char buf[256];
+
+	snprintf(buf, sizeof(buf), HDIR "/%s", name);
+	return buf;
+}
+
+/* A fresh instance with @opts and a file of @size in it, O_RDWR. */
+static int setup(struct __test_metadata *_metadata, const char *opts,
+		 uint64_t size)
+{
+	int fd;
+
+	ASSERT_EQ(0, mount_instance(HDIR, opts)) TH_LOG("mount %s: %s", opts,
+							 strerror(errno));
+	fd = morsel_create(hpath("f"), size, 0644);
+	ASSERT_LE(0, fd) TH_LOG("create: %s", strerror(-fd));
+	return fd;
+}
+
+static void teardown(int fd)
+{
+	close(fd);
+	umount2(HDIR, 0);
+}
+
+static int set_huge(int fd, uint64_t mode)
+{
+	struct morsel_huge h = { .mode = mode };
+
+	return ioctl(fd, MORSEL_IOC_SET_HUGE, &h) ? -errno : 0;
+}
+
+static int range(int fd, unsigned long cmd, uint64_t off, uint64_t len,
+		 uint64_t flags)
+{
+	struct morsel_range r = { .offset = off, .length = len, .flags = flags };
+
+	return ioctl(fd, cmd, &r) ? -errno : 0;
+}
+
+/* Byte @i of the pattern every test writes. */
+static char pat(uint64_t i)
+{
+	return (char)(i * 7 + (i >> 12) * 13 + 1);
+}
+
+/* Write the pattern over [@off, @off + @len) through @p (the mapping). */
+static void fill(char *p, uint64_t off, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = off; i < off + len; i += 512)
+		p[i] = pat(i);
+}
+
+/* Check the pattern, or zeros in [@zs, @ze). */
+static void check(struct __test_metadata *_metadata, const char *p,
+		  uint64_t off, uint64_t len, uint64_t zs, uint64_t ze)
+{
+	uint64_t i;
+
+	for (i = off; i < off + len; i += 512) {
+		char want = i >= zs && i < ze ? 0 : pat(i);
+
+		ASSERT_EQ(want, p[i]) TH_LOG("offset %llu", (unsigned long long)i);
+	}
+}
+
+/*
+ * An order-1 mapping of a file of order 2 whose first 2 MiB is a leaf:
+ * mapped while the file was 1 MiB (an mmap of a larger file would be
+ * rounded up to its extent), grown to @size, populated (huge=always),
+ * then touched, which mounts the first PTE table and so splits the leaf.
+ * The file @name is left at @size; the mapping (2 MiB, read-write) is
+ * returned.
+ */
+static char *order1_over_leaf(struct __test_metadata *_metadata,
+			      const char *name, uint64_t size, int *fdp)
+{
+	int fd = morsel_create(hpath(name), MiB, 0644);
+	char *q;
+
+	ASSERT_LE(0, fd);
+	q = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(0, ftruncate(fd, size));
+	ASSERT_EQ(2, st(_metadata, fd).order);
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, size, 0));
+	ASSERT_EQ(size / HPG, st(_metadata, fd).huge);
+	q[PG] = 'i';
+	ASSERT_EQ(size / HPG - 1, st(_metadata, fd).huge);
+	*fdp = fd;
+	return q;
+}
+
+/* Touch one byte per 2 MiB of [0, @len) through @p. */
+static void touch(char *p, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i += HPG)
+		p[i] = 1;
+}
+
+TEST(always_fills_faults_with_2m_leaves)
+{
+	int fd = setup(_metadata, "huge=always", 8 * MiB);
+	long before = counter(_metadata, "huge");
+	struct morsel_stat s;
+	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+
+	touch(p, 8 * MiB);
+	s = st(_metadata, fd);
+	EXPECT_EQ(4, s.huge);
+	EXPECT_EQ(4 * 512, s.pages);
+	EXPECT_EQ(0, s.tables[0]);		/* no PTE table at all */
+	EXPECT_EQ(1, s.tables[1]);
+	EXPECT_EQ(MORSEL_HUGE_ALWAYS, s.huge_mode);
+	EXPECT_EQ(before + 4, counter(_metadata, "huge"));
+	{
+		struct stat sb;
+
+		ASSERT_EQ(0, fstat(fd, &sb));
+		EXPECT_EQ(4 * 512 * 8, sb.st_blocks);
+	}
+	fill(p, 0, 8 * MiB);
+	check(_metadata, p, 0, 8 * MiB, 0, 0);
+	munmap(p, GiB);
+	teardown(fd);
+	EXPECT_EQ(before, counter(_metadata, "huge"));
+}
+
+TEST(fallback_is_counted)
+{
+	int fd = setup(_metadata, "huge=always,size=3m", 4 * MiB);
+	long fallbacks = counter(_metadata, "huge_fallbacks");
+	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	struct morsel_stat s;
+
+	p[0] = 1;
+	p[2 * MiB] = 1;			/* no room for 512 more: 4 KiB */
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(513, s.pages);
+	EXPECT_EQ(fallbacks + 1, counter(_metadata, "huge_fallbacks"));
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST(never_and_nohugepage_keep_4k_pages)
+{
+	int fd = setup(_metadata, "huge=never", 4 * MiB);
+	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	struct morsel_stat s;
+
+	touch(p, 4 * MiB);
+	s = st(_metadata, fd);
+	EXPECT_EQ(0, s.huge);
+	EXPECT_EQ(2, s.pages);
+	munmap(p, GiB);
+	teardown(fd);
+
+	fd = setup(_metadata, "huge=always", 4 * MiB);
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	ASSERT_EQ(0, madvise(p, GiB, MADV_NOHUGEPAGE));
+	touch(p, 4 * MiB);
+	s = st(_metadata, fd);
+	EXPECT_EQ(0, s.huge);
+	EXPECT_EQ(2, s.pages);
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST(within_size_and_advise)
+{
+	int fd = setup(_metadata, "huge=within_size", 3 * MiB);
+	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	struct morsel_stat s;
+
+	p[0] = 1;			/* [0, 2M) lies inside the size */
+	p[2 * MiB] = 1;			/* [2M, 4M) does not */
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(513, s.pages);
+	munmap(p, GiB);
+	teardown(fd);
+
+	fd = setup(_metadata, "huge=advise", 4 * MiB);
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	p[0] = 1;
+	ASSERT_EQ(0, madvise(p, GiB, MADV_HUGEPAGE));
+	p[2 * MiB] = 1;
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(513, s.pages);
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST(populate_flag_and_file_mode)
+{
+	int fd = setup(_metadata, "huge=advise", 8 * MiB);
+	struct morsel_stat s;
+
+	EXPECT_EQ(-EINVAL, range(fd, MORSEL_IOC_POPULATE, 0, HPG, 2));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, HPG, 0));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, HPG, 3 * HPG,
+			   MORSEL_POPULATE_HUGE));
+	s = st(_metadata, fd);
+	EXPECT_EQ(3, s.huge);
+	EXPECT_EQ(4 * 512, s.pages);
+	EXPECT_EQ(1, s.tables[0]);
+	EXPECT_EQ(MORSEL_HUGE_ADVISE, s.huge_mode);
+	/* The file's own mode wins over the instance's. */
+	ASSERT_EQ(0, set_huge(fd, MORSEL_HUGE_NEVER));
+	EXPECT_EQ(MORSEL_HUGE_NEVER, st(_metadata, fd).huge_mode);
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_EVICT, 0, 8 * MiB, 0));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 8 * MiB,
+			   MORSEL_POPULATE_HUGE));
+	EXPECT_EQ(0, st(_metadata, fd).huge);
+	ASSERT_EQ(0, set_huge(fd, MORSEL_HUGE_INHERIT));
+	EXPECT_EQ(MORSEL_HUGE_ADVISE, st(_metadata, fd).huge_mode);
+	EXPECT_EQ(-EINVAL, set_huge(fd, 5));
+	teardown(fd);
+}
+
+TEST(mount_option_shows_and_remounts)
+{
+	char opts[1024];
+	int fd = setup(_metadata, "huge=within_size", 0);
+
+	proc_mount_opts(HDIR, opts, sizeof(opts));
+	EXPECT_NE(NULL, strstr(opts, "huge=within_size")) TH_LOG("%s", opts);
+	ASSERT_EQ(0, mount("none", HDIR, NULL, MS_REMOUNT, "huge=advise"));
+	proc_mount_opts(HDIR, opts, sizeof(opts));
+	EXPECT_NE(NULL, strstr(opts, "huge=advise")) TH_LOG("%s", opts);
+	EXPECT_EQ(MORSEL_HUGE_ADVISE, st(_metadata, fd).huge_mode);
+	ASSERT_EQ(0, mount("none", HDIR, NULL, MS_REMOUNT, "huge=never"));
+	proc_mount_opts(HDIR, opts, sizeof(opts));
+	EXPECT_EQ(NULL, strstr(opts, "huge=")) TH_LOG("%s", opts);
+	EXPECT_NE(0, mount("none", HDIR, NULL, MS_REMOUNT, "huge=sometimes"));
+	EXPECT_EQ(EINVAL, errno);
+	teardown(fd);
+}
+
+TEST(punch_inside_a_leaf_splits_it)
+{
+	int fd = setup(_metadata, "huge=always", 4 * MiB);
+	long splits = counter(_metadata, "huge_splits");
+	struct morsel_stat s;
+	char *p;
+
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	fill(p, 0, 4 * MiB);
+	munmap(p, GiB);
+	/* Unmapped: freed at once; 4 KiB punched, the rest stays. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       MiB, PG));
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(1023, s.pages);
+	EXPECT_EQ(1, s.tables[0]);
+	EXPECT_EQ(splits + 1, counter(_metadata, "huge_splits"));
+	/* Mapped: eviction splits the second leaf. */
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_EVICT, 3 * MiB, 2 * PG, 0));
+	s = st(_metadata, fd);
+	EXPECT_EQ(0, s.huge);
+	EXPECT_EQ(1021, s.pages);
+	check(_metadata, p, 0, 3 * MiB, MiB, MiB + PG);
+	check(_metadata, p, 3 * MiB, MiB, 3 * MiB, 3 * MiB + 2 * PG);
+	/* A whole leaf goes at once. */
+	teardown(fd);
+	fd = setup(_metadata, "huge=always", 4 * MiB);
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	splits = counter(_metadata, "huge_splits");
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_EVICT, 2 * MiB, 2 * MiB, 0));
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(512, s.pages);
+	EXPECT_EQ(splits, counter(_metadata, "huge_splits"));
+	EXPECT_EQ(0, p[3 * MiB]);
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST(truncate_inside_a_leaf)
+{
+	int fd = setup(_metadata, "huge=always", 4 * MiB);
+	struct morsel_stat s;
+	char *p;
+
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	fill(p, 0, 4 * MiB);
+	munmap(p, GiB);
+	ASSERT_EQ(0, ftruncate(fd, 3 * MiB));
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(768, s.pages);
+	/* Down to order 1: the first leaf becomes the root's PTE table. */
+	ASSERT_EQ(0, ftruncate(fd, MiB));
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.order);
+	EXPECT_EQ(0, s.huge);
+	EXPECT_EQ(256, s.pages);
+	ASSERT_EQ(0, ftruncate(fd, 4 * MiB));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	check(_metadata, p, 0, MiB, 0, 0);
+	check(_metadata, p, MiB, 3 * MiB, MiB, 4 * MiB);
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST(private_fork_mremap_and_order1)
+{
+	int fd = setup(_metadata, "huge=always", 4 * MiB);
+	char *p, *q, *r;
+	pid_t pid;
+
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	fill(p, 0, 4 * MiB);
+	/* MAP_PRIVATE: page by page, copies on write, the file keeps its data. */
+	q = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	check(_metadata, q, 0, 4 * MiB, 0, 0);
+	q[5 * PG] = 'p';
+	EXPECT_EQ(pat(5 * PG), p[5 * PG]);
+	munmap(q, 4 * MiB);
+	/* A child sees the leaves. */
+	pid = fork();
+	if (!pid) {
+		check(_metadata, p, 0, 4 * MiB, 0, 0);
+		p[HPG + 8] = 'c';
+		_exit(0);
+	}
+	wait_child_ok(_metadata, pid);
+	EXPECT_EQ('c', p[HPG + 8]);
+	p[HPG + 8] = pat(HPG + 8);
+	/* mremap moves the mount, not the leaves. */
+	r = mremap(p, GiB, GiB, MREMAP_MAYMOVE);
+	ASSERT_NE(MAP_FAILED, r);
+	check(_metadata, r, 0, 4 * MiB, 0, 0);
+	EXPECT_EQ(2, st(_metadata, fd).huge);
+	munmap(r, GiB);
+	close(fd);
+	/* A mapping of order 1 mounts the first 2 MiB's PTE table. */
+	q = order1_over_leaf(_metadata, "g", 4 * MiB, &fd);
+	EXPECT_EQ('i', q[PG]);
+	EXPECT_EQ(0, q[2 * PG]);
+	munmap(q, 2 * MiB);
+	teardown(fd);
+}
+
+TEST(gup_pins_pages_of_a_leaf)
+{
+	int fd = setup(_metadata, "huge=always", 4 * MiB);
+	char *p, buf[3 * PG];
+	struct iovec local = { buf, sizeof(buf) }, remote;
+	int pipefd[2];
+	struct iovec v;
+	uint64_t i;
+
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	fill(p, 0, 4 * MiB);
+	/* process_vm_readv: GUP's slow path, across a page boundary. */
+	remote.iov_base = p + HPG + 5 * PG + 100;
+	remote.iov_len = sizeof(buf);
+	ASSERT_EQ((ssize_t)sizeof(buf),
+		  process_vm_readv(getpid(), &local, 1, &remote, 1, 0));
+	EXPECT_EQ(0, memcmp(buf, p + HPG + 5 * PG + 100, sizeof(buf)));
+	/* vmsplice pins the pages while the pipe holds them. */
+	ASSERT_EQ(0, pipe(pipefd));
+	v.iov_base = p + 7 * PG;
+	v.iov_len = 2 * PG;
+	ASSERT_EQ((ssize_t)(2 * PG), vmsplice(pipefd[1], &v, 1, 0));
+	/* The pinned pages leave the file; the pipe keeps what it pinned. */
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_EVICT, 0, 2 * MiB, 0));
+	ASSERT_EQ((ssize_t)(2 * PG), read(pipefd[0], buf, 2 * PG));
+	for (i = 0; i < 2 * PG; i += 512)
+		ASSERT_EQ(pat(7 * PG + i), buf[i]);
+	EXPECT_EQ(0, p[7 * PG]);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST(collapse)
+{
+	int fd = setup(_metadata, "huge=never", 6 * MiB);
+	long collapses = counter(_metadata, "huge_collapses");
+	struct morsel_stat s;
+	char *p, *q;
+
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	fill(p, 0, 4 * MiB);
+	p[4 * MiB] = 1;			/* [4M, 6M): one page, holes */
+	EXPECT_EQ(-EBUSY, range(fd, MORSEL_IOC_COLLAPSE, 0, 6 * MiB, 0));
+	munmap(p, GiB);
+	/* Copied: 4 KiB pages from anywhere become one block each. */
+	EXPECT_EQ(-EAGAIN, range(fd, MORSEL_IOC_COLLAPSE, 0, 6 * MiB, 0));
+	s = st(_metadata, fd);
+	EXPECT_EQ(2, s.huge);
+	EXPECT_EQ(1025, s.pages);
+	EXPECT_EQ(1, s.tables[0]);
+	EXPECT_EQ(collapses + 2, counter(_metadata, "huge_collapses"));
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	check(_metadata, p, 0, 4 * MiB, 0, 0);
+	munmap(p, GiB);
+	/* A punch splits a leaf; its hole is left until filled again. */
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       PG, PG));
+	EXPECT_EQ(-EAGAIN, range(fd, MORSEL_IOC_COLLAPSE, 0, 2 * MiB, 0));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 2 * MiB, 0));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_COLLAPSE, 0, 2 * MiB, 0));
+	EXPECT_EQ(2, st(_metadata, fd).huge);
+	EXPECT_EQ(-EINVAL, range(fd, MORSEL_IOC_COLLAPSE, 0, 6 * MiB, 1));
+	close(fd);
+
+	/* In place: an order-1 mapping split the leaf, nothing moved. */
+	ASSERT_EQ(0, mount("none", HDIR, NULL, MS_REMOUNT, "huge=always"));
+	q = order1_over_leaf(_metadata, "g", 4 * MiB, &fd);
+	munmap(q, 2 * MiB);
+	s = st(_metadata, fd);
+	EXPECT_EQ(1, s.huge);
+	EXPECT_EQ(1, s.tables[0]);
+	collapses = counter(_metadata, "huge_collapses");
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_COLLAPSE, 0, 4 * MiB, 0));
+	EXPECT_EQ(collapses + 1, counter(_metadata, "huge_collapses"));
+	s = st(_metadata, fd);
+	EXPECT_EQ(2, s.huge);
+	EXPECT_EQ(1024, s.pages);
+	EXPECT_EQ(0, s.tables[0]);
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	EXPECT_EQ('i', p[PG]);
+	EXPECT_EQ(0, p[2 * PG]);
+	munmap(p, GiB);
+	teardown(fd);
+}
+
+TEST_HARNESS_MAIN
