@@ -11,7 +11,7 @@ VERSION := 1.0.0
 SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
-BINS    := tools/morsel tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench
+BINS    := tools/morsel tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench bench/huge
 # The primitive's suites, which replaced morsel_test: the morsel and its
 # mappings, the ioctls and the morsel tool, file I/O, processes.
 BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test tests/huge_test
@@ -180,6 +180,9 @@ bench/demo: bench/demo.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
 
 bench/bench: bench/bench.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
+
+bench/huge: bench/huge.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
 
 bench/cache: bench/cache.c bench/common.h $(LIB)
