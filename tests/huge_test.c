@@ -11,7 +11,8 @@
  *   truncate inside it split it (data kept, the hole reads zeros); a whole
  *   leaf goes at once; MAP_PRIVATE copies; fork; mremap; an order-1
  *   mapping of the first 2 MiB; GUP's slow path (process_vm_readv, a
- *   pipe's vmsplice) pins single pages of a leaf.
+ *   pipe's vmsplice, O_DIRECT, io_uring's registered buffers) pins single
+ *   pages of a leaf; the memory cgroup is charged 2 MiB per leaf.
  * - Collapse (MORSEL_IOC_COLLAPSE): copies 512 pages into one leaf, or
  *   takes back in place what a split left; refused while mounted; holes
  *   are left.
@@ -23,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -435,6 +438,155 @@ TEST(gup_pins_pages_of_a_leaf)
 	close(pipefd[1]);
 	munmap(p, GiB);
 	teardown(fd);
+}
+
+/* Read @len bytes at 0 of @fd into @buf with one IORING_OP_READ_FIXED. */
+static int uring_read_fixed(struct __test_metadata *_metadata, int fd,
+			    char *reg, size_t reg_len, char *buf, size_t len)
+{
+	struct io_uring_params prm = { 0 };
+	struct iovec iov = { reg, reg_len };
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	unsigned int *sq_tail, *sq_array, *cq_head;
+	size_t sq_len, cq_len;
+	char *sq, *cq;
+	int ring, res;
+
+	ring = syscall(__NR_io_uring_setup, 4, &prm);
+	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
+	sq_len = prm.sq_off.array + prm.sq_entries * sizeof(unsigned int);
+	cq_len = prm.cq_off.cqes + prm.cq_entries * sizeof(struct io_uring_cqe);
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		  ring, IORING_OFF_SQ_RING);
+	cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		  ring, IORING_OFF_CQ_RING);
+	sqes = mmap(NULL, prm.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+	ASSERT_NE(MAP_FAILED, sq);
+	ASSERT_NE(MAP_FAILED, cq);
+	ASSERT_NE(MAP_FAILED, sqes);
+	/* Registering pins every page of the buffer (FOLL_LONGTERM). */
+	ASSERT_EQ(0, syscall(__NR_io_uring_register, ring,
+			     IORING_REGISTER_BUFFERS, &iov, 1))
+		TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
+	memset(&sqes[0], 0, sizeof(sqes[0]));
+	sqes[0].opcode = IORING_OP_READ_FIXED;
+	sqes[0].fd = fd;
+	sqes[0].addr = (uintptr_t)buf;
+	sqes[0].len = len;
+	sqes[0].buf_index = 0;
+	sq_tail = (unsigned int *)(sq + prm.sq_off.tail);
+	sq_array = (unsigned int *)(sq + prm.sq_off.array);
+	sq_array[*sq_tail & (prm.sq_entries - 1)] = 0;
+	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(1, syscall(__NR_io_uring_enter, ring, 1, 1,
+			     IORING_ENTER_GETEVENTS, NULL, 0));
+	cq_head = (unsigned int *)(cq + prm.cq_off.head);
+	cqes = (struct io_uring_cqe *)(cq + prm.cq_off.cqes);
+	res = cqes[*cq_head & (prm.cq_entries - 1)].res;
+	__atomic_store_n(cq_head, *cq_head + 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, syscall(__NR_io_uring_register, ring,
+			     IORING_UNREGISTER_BUFFERS, NULL, 0));
+	munmap(sqes, prm.sq_entries * sizeof(*sqes));
+	munmap(cq, cq_len);
+	munmap(sq, sq_len);
+	close(ring);
+	return res;
+}
+
+TEST(direct_io_and_io_uring_across_leaves)
+{
+	int fd = setup(_metadata, "huge=always", 4 * MiB);
+	int dfd = open("/proc/self/exe", O_RDONLY | O_DIRECT);
+	int nfd = open("/proc/self/exe", O_RDONLY);
+	char *want = malloc(64 * KiB), *p, *r;
+
+	ASSERT_LE(0, dfd);
+	ASSERT_LE(0, nfd);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(16 * KiB, pread(nfd, want, 16 * KiB, 0));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	ASSERT_EQ(2, st(_metadata, fd).huge);
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	/*
+	 * O_DIRECT from the 9p host root: netfs pins the buffer with
+	 * iov_iter_extract_pages(), here 8 KiB on each side of the leaves'
+	 * border; a read-only mapping refuses the write pin.
+	 */
+	ASSERT_EQ(16 * KiB, pread(dfd, p + 2 * MiB - 8 * KiB, 16 * KiB, 0));
+	EXPECT_EQ(0, memcmp(want, p + 2 * MiB - 8 * KiB, 16 * KiB));
+	r = mmap(NULL, GiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	EXPECT_EQ(-1, pread(dfd, r + MiB, 16 * KiB, 0));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(r, GiB);
+	/* io_uring: a registered buffer over both leaves, one fixed read. */
+	memset(p + MiB, 0, 2 * MiB);
+	ASSERT_EQ(16 * KiB, uring_read_fixed(_metadata, nfd, p + MiB, 2 * MiB,
+					      p + 2 * MiB - 8 * KiB, 16 * KiB));
+	EXPECT_EQ(0, memcmp(want, p + 2 * MiB - 8 * KiB, 16 * KiB));
+	EXPECT_EQ(2, st(_metadata, fd).huge);
+	munmap(p, GiB);
+	close(dfd);
+	close(nfd);
+	free(want);
+	teardown(fd);
+}
+
+#define CG "/sys/fs/cgroup"
+
+static long cg_current(void)
+{
+	long v = -1;
+	FILE *f = fopen(CG "/morsel-huge/memory.current", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+TEST(memcg_charged_2m_per_leaf)
+{
+	int fd = setup(_metadata, "huge=always", 8 * MiB), status;
+	char pid[32];
+	FILE *f;
+
+	if (access(CG "/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", CG, "cgroup2", 0, NULL));
+	f = fopen(CG "/cgroup.subtree_control", "w");
+	ASSERT_NE(NULL, f);
+	fputs("+memory", f);
+	ASSERT_EQ(0, fclose(f));
+	rmdir(CG "/morsel-huge");
+	ASSERT_EQ(0, mkdir(CG "/morsel-huge", 0755));
+	if (!fork()) {
+		char *p = mmap(NULL, GiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		long before, after;
+
+		snprintf(pid, sizeof(pid), "%d", getpid());
+		f = fopen(CG "/morsel-huge/cgroup.procs", "w");
+		if (!f || fputs(pid, f) < 0 || fclose(f) || p == MAP_FAILED)
+			_exit(1);
+		before = cg_current();
+		p[0] = 1;
+		p[4 * MiB] = 1;		/* two leaves: 4 MiB and a PMD table */
+		after = cg_current();
+		printf("# memory.current %ld -> %ld (+%ld KiB)\n", before, after,
+		       (after - before) / 1024);
+		_exit(after - before >= (long)(4 * MiB) &&
+		      after - before < (long)(5 * MiB) ? 0 : 2);
+	}
+	wait(&status);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(2, st(_metadata, fd).huge);
+	teardown(fd);
+	EXPECT_LT(cg_current(), (long)MiB);	/* the charges went with the pages */
+	rmdir(CG "/morsel-huge");
 }
 
 TEST(collapse)
