@@ -20,6 +20,10 @@
  *                      has mapped (docs/memory-errors.md): its next access
  *                      sends the vCPU thread SIGBUS, BUS_MCEERR_AR at the
  *                      page's host address (morsels only).
+ *   kvm_huge.*         a morsel's 2 MiB leaf is mapped with a 2 MiB page in
+ *                      the guest (KVM's pages_2m), 4 KiB leaves with 4 KiB
+ *                      pages; an eviction inside the leaf splits it and
+ *                      the guest's mapping goes with it.
  *
  * Every test also runs on a memfd (variant "memfd"): the reference
  * behaviour of ordinary shared memory, so a failure on a morsel variant is
@@ -692,6 +696,169 @@ TEST_F_TIMEOUT(kvm, failed_page_sigbus_to_the_vcpu, 300)
 	EXPECT_EQ(BUS_MCEERR_AR, vcpu_bus.si_code);
 	EXPECT_EQ((void *)self->map, vcpu_bus.si_addr);
 	EXPECT_NE('A', s.value);
+}
+
+/* The VM-wide KVM statistic @name (KVM_GET_STATS_FD), or -1. */
+static long vm_stat(int vm, const char *name)
+{
+	struct kvm_stats_header h;
+	struct kvm_stats_desc *d;
+	size_t dsize;
+	long val = -1;
+	uint32_t i;
+	int fd = ioctl(vm, KVM_GET_STATS_FD, NULL);
+	char *descs;
+
+	if (fd < 0 || pread(fd, &h, sizeof(h), 0) != sizeof(h))
+		return -1;
+	dsize = sizeof(*d) + h.name_size;
+	descs = calloc(h.num_desc, dsize);
+	if (descs && pread(fd, descs, h.num_desc * dsize, h.desc_offset) ==
+	    (ssize_t)(h.num_desc * dsize)) {
+		for (i = 0; i < h.num_desc; i++) {
+			uint64_t v;
+
+			d = (struct kvm_stats_desc *)(descs + i * dsize);
+			if (strcmp(d->name, name) || d->size != 1)
+				continue;
+			if (pread(fd, &v, sizeof(v), h.data_offset + d->offset) ==
+			    sizeof(v))
+				val = v;
+		}
+	}
+	free(descs);
+	close(fd);
+	return val;
+}
+
+/*
+ * A 2 MiB leaf of a morsel (huge.c) is a 2 MiB host mapping, and KVM maps
+ * such memory with 2 MiB pages in the guest (pages_2m), as it does THP:
+ * here the whole guest memory is one 2 MiB slot on one morsel, its code
+ * at CODE_ENTRY and its data at DATA_GPA.  @huge: the file's huge-page
+ * mode ALWAYS, else NEVER (the same guest on 4 KiB pages: no 2 MiB page).
+ */
+static void run_on_one_slot(struct __test_metadata *_metadata, bool huge)
+{
+	FIXTURE_DATA(kvm) k = { .kvm = -1, .vm = -1, .vcpu = -1, .fd = -1 };
+	struct morsel_huge h = { .mode = huge ? MORSEL_HUGE_ALWAYS :
+						 MORSEL_HUGE_NEVER };
+	struct kvm_userspace_memory_region r = {
+		.slot = 0, .guest_phys_addr = 0, .memory_size = 2UL << 20,
+	};
+	struct kvm_regs regs = { .rip = CODE_ENTRY, .rflags = 0x2 };
+	const char *mnt = getenv("MORSEL_MNT");
+	struct kvm_sregs sregs;
+	struct morsel_stat st;
+	char path[256];
+	struct step s;
+	long pages_2m;
+	void *a;
+	int err;
+
+	k.kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (k.kvm < 0)
+		SKIP(return, "open /dev/kvm: %s", strerror(errno));
+	ASSERT_NE(NULL, mnt);
+	snprintf(path, sizeof(path), "%s/kvm_huge.%d", mnt, getpid());
+	unlink(path);
+	k.fd = morsel_create(path, 4UL << 20, 0644);
+	ASSERT_LE(0, k.fd);
+	unlink(path);
+	ASSERT_EQ(0, ioctl(k.fd, MORSEL_IOC_SET_HUGE, &h));
+	err = morsel_map(k.fd, NULL, PROT_READ | PROT_WRITE, 0, &a, &k.map_len);
+	ASSERT_EQ(0, err);
+	k.map = a;
+	memcpy(k.map + CODE_ENTRY, kvm_guest_code,
+	       kvm_guest_code_end - kvm_guest_code);
+	k.map[DATA_GPA] = 'A';
+	ASSERT_EQ(0, morsel_stat(k.fd, &st));
+	ASSERT_EQ(huge ? 1 : 0, (int)st.huge);
+	k.vm = ioctl(k.kvm, KVM_CREATE_VM, 0);
+	if (k.vm < 0)
+		SKIP(goto out, "KVM_CREATE_VM: %s", strerror(errno));
+	r.userspace_addr = (uintptr_t)k.map;
+	ASSERT_EQ(0, ioctl(k.vm, KVM_SET_USER_MEMORY_REGION, &r));
+	k.vcpu = ioctl(k.vm, KVM_CREATE_VCPU, 0);
+	ASSERT_LE(0, k.vcpu);
+	k.run_size = ioctl(k.kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	k.run = mmap(NULL, k.run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     k.vcpu, 0);
+	ASSERT_NE(MAP_FAILED, k.run);
+	ASSERT_EQ(0, ioctl(k.vcpu, KVM_GET_SREGS, &sregs));
+	sregs.cs.base = 0;
+	sregs.cs.selector = 0;
+	ASSERT_EQ(0, ioctl(k.vcpu, KVM_SET_SREGS, &sregs));
+	ASSERT_EQ(0, ioctl(k.vcpu, KVM_SET_REGS, &regs));
+	s.ret = ioctl(k.vcpu, KVM_RUN, 0);
+	if (s.ret < 0 || k.run->exit_reason != KVM_EXIT_IO ||
+	    k.run->io.port != PORT_CMD) {
+		describe_exit(k.run, s.ret, s.ret < 0 ? errno : 0, s.what,
+			      sizeof(s.what));
+		SKIP(goto out, "nested KVM cannot run the guest: %s", s.what);
+	}
+	k.parked = true;
+	ASSERT_TRUE(guest_cmd(&k, CMD_READ, 0, &s)) TH_LOG("%s", s.what);
+	EXPECT_EQ('A', s.value);
+	ASSERT_TRUE(guest_cmd(&k, CMD_WRITE, 'g', &s)) TH_LOG("%s", s.what);
+	EXPECT_EQ('g', k.map[DATA_GPA]);
+	pages_2m = vm_stat(k.vm, "pages_2m");
+	TH_LOG("%s leaf: KVM pages_2m = %ld, pages_4k = %ld",
+	       huge ? "2 MiB" : "4 KiB", pages_2m, vm_stat(k.vm, "pages_4k"));
+	if (huge) {
+		EXPECT_LE(1, pages_2m);
+	} else {
+		EXPECT_EQ(0, pages_2m);
+	}
+	/*
+	 * Evicting the data page splits the leaf under the guest's 2 MiB
+	 * mapping; the invalidation drops that mapping, and the guest reads
+	 * the hole (its code, in the same 2 MiB, stays).
+	 */
+	{
+		struct morsel_range ev = { .offset = DATA_GPA, .length = PG };
+
+		ASSERT_EQ(0, ioctl(k.fd, MORSEL_IOC_EVICT, &ev));
+	}
+	ASSERT_EQ(0, morsel_stat(k.fd, &st));
+	EXPECT_EQ(0, (int)st.huge);
+	ASSERT_TRUE(guest_cmd(&k, CMD_READ, 0, &s)) TH_LOG("%s", s.what);
+	EXPECT_EQ(0, s.value);
+	ASSERT_TRUE(guest_cmd(&k, CMD_WRITE, 'h', &s)) TH_LOG("%s", s.what);
+	EXPECT_EQ('h', k.map[DATA_GPA]);
+out:
+	if (k.run && k.run != MAP_FAILED)
+		munmap(k.run, k.run_size);
+	if (k.vcpu >= 0)
+		close(k.vcpu);
+	if (k.vm >= 0)
+		close(k.vm);
+	munmap(k.map, k.map_len);
+	close(k.fd);
+	close(k.kvm);
+}
+
+/* For the timeout of nested KVM under TCG: holds nothing. */
+FIXTURE(kvm_huge) {
+	int unused;
+};
+
+FIXTURE_SETUP(kvm_huge)
+{
+}
+
+FIXTURE_TEARDOWN(kvm_huge)
+{
+}
+
+TEST_F_TIMEOUT(kvm_huge, guest_maps_a_2m_leaf_with_a_2m_page, 300)
+{
+	run_on_one_slot(_metadata, true);
+}
+
+TEST_F_TIMEOUT(kvm_huge, guest_maps_4k_leaves_with_4k_pages, 300)
+{
+	run_on_one_slot(_metadata, false);
 }
 
 /* Log what the kernel offers for nested KVM; never fails. */
