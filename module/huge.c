@@ -3,13 +3,17 @@
  * When a hole gets a 2 MiB leaf: the policy, apart from the tree that
  * builds the leaves (tree.c) and the source that has the blocks (source.h).
  *
- * As on tmpfs, the instance's huge= option sets the mode: never, always
- * (every 2 MiB range of the extent), within_size (a range that lies wholly
- * below the size) or advise (only where asked).  A file may override it
+ * As on tmpfs, the instance's huge= option sets the mode: never, always,
+ * within_size or advise (only where asked).  A file may override it
  * (MORSEL_IOC_SET_HUGE); a populating caller may ask (a mapping with
  * MADV_HUGEPAGE, MORSEL_POPULATE_HUGE) or refuse (MADV_NOHUGEPAGE), which
  * counts where the mode is advise and refusing counts everywhere.  A morsel
  * of order below 2 has no level-2 table, so no 2 MiB leaf.
+ *
+ * Unlike tmpfs, no mode puts a leaf where its 2 MiB reach past the size
+ * rounded up to a page: a shared mapping covers the whole extent, and the
+ * bytes past the size must fault (SIGBUS) rather than reach a page; so
+ * always and within_size choose alike.
  *
  * Locking: none.  The modes are single words read once (READ_ONCE); a
  * remount or the ioctl changes them for later allocations only.
@@ -45,15 +49,13 @@ bool morsel_huge_wanted(struct morsel *m, u64 off, int hint)
 	u64 end = round_down(off, PMD_SIZE) + PMD_SIZE;
 
 	if (hint == MORSEL_HINT_REFUSED || READ_ONCE(m->order) < 2 ||
-	    !src_has_huge(m->src))
+	    !src_has_huge(m->src) || !m->inode ||
+	    end > PAGE_ALIGN(i_size_read(m->inode)))
 		return false;
 	switch (morsel_huge_mode(m)) {
 	case MORSEL_HUGE_ALWAYS:
+	case MORSEL_HUGE_WITHIN_SIZE:
 		return true;
-	case MORSEL_HUGE_WITHIN_SIZE:	/* or asked, as on tmpfs */
-		if (m->inode && end <= i_size_read(m->inode))
-			return true;
-		fallthrough;
 	case MORSEL_HUGE_ADVISE:
 		return hint == MORSEL_HINT_ADVISED;
 	default:

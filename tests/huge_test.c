@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +233,17 @@ TEST(within_size_and_advise)
 	s = st(_metadata, fd);
 	EXPECT_EQ(1, s.huge);
 	EXPECT_EQ(513, s.pages);
+	munmap(p, GiB);
+	teardown(fd);
+
+	/* always: no leaf reaches past the size, whose bytes must fault. */
+	fd = setup(_metadata, "huge=always", 3 * MiB);
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	p[2 * MiB] = 1;
+	s = st(_metadata, fd);
+	EXPECT_EQ(0, s.huge);
+	EXPECT_EQ(1, s.pages);
+	EXPECT_EQ(SIGBUS, in_child(write_byte, p + 3 * MiB));
 	munmap(p, GiB);
 	teardown(fd);
 
