@@ -206,6 +206,8 @@ void x_range(int s, int fdi, int evict, uint64_t off, uint64_t len,
 	else if (!len || off % PG || len % PG || off + len < off ||
 		 off + len > PALIGN(sl->size))
 		want = EINVAL;
+	if (!evict && W.hint == 1)
+		r.flags |= MORSEL_POPULATE_HUGE;
 	ret = ioctl(f->fd, evict ? MORSEL_IOC_EVICT : MORSEL_IOC_POPULATE,
 		    bad == 3 ? (void *)badbuf : (void *)&r);
 	if (!check(evict ? "EVICT" : "POPULATE", ret, want, 0))
@@ -213,9 +215,87 @@ void x_range(int s, int fdi, int evict, uint64_t off, uint64_t len,
 	if (evict) {
 		m_evict(s, off, off + len < sl->size ? off + len : sl->size);
 	} else {
+		W.range = 1;	/* morsel_populate_range */
 		runs_add(sl, off / PG, (off + len) / PG);
+		W.range = 0;
 		sl->churn++;
 	}
+}
+
+/*
+ * MORSEL_IOC_SET_HUGE: the file's own huge-page mode (huge.c); @mode past
+ * MORSEL_HUGE_INHERIT is refused.
+ */
+void x_set_huge(int s, int fdi, uint64_t mode)
+{
+	struct morsel_huge h = { .mode = mode };
+	struct fdent *f = &W.fds[s][fdi];
+	int want = 0;
+
+	note("SET_HUGE slot %d fd %s mode %" PRIu64, s, mname(f->mode), mode);
+	if (!fd_w(f->mode))
+		want = EBADF;
+	else if (mode > MORSEL_HUGE_INHERIT)
+		want = EINVAL;
+	if (check("SET_HUGE", ioctl(f->fd, MORSEL_IOC_SET_HUGE, &h), want, 0) &&
+	    !want)
+		S(s)->huge_mode = mode;
+}
+
+void op_huge(int s)
+{
+	static const uint64_t modes[] = {
+		MORSEL_HUGE_ALWAYS, MORSEL_HUGE_ALWAYS, MORSEL_HUGE_ADVISE,
+		MORSEL_HUGE_WITHIN_SIZE, MORSEL_HUGE_NEVER, MORSEL_HUGE_INHERIT,
+		MORSEL_HUGE_INHERIT + 1,
+	};
+	int fdi = pick_fd(s, one_in(8) ? 0 : 1);
+
+	if (fdi >= 0)
+		x_set_huge(s, fdi, modes[below(7)]);
+}
+
+/*
+ * MORSEL_IOC_COLLAPSE of one aligned 2 MiB (or a bad range): refused while
+ * a shared mapping mounts the morsel, below order 2; a 2 MiB with a hole
+ * is left (EAGAIN); a full one becomes a leaf; a leaf stays one.
+ */
+void op_collapse(int s)
+{
+	struct slot *sl = S(s);
+	int fdi = pick_fd(s, one_in(8) ? 0 : 1), want = 0;
+	uint64_t psz = PALIGN(sl->size), c, off, len = ext(1);
+	struct morsel_range r;
+	struct fdent *f;
+
+	if (fdi < 0)
+		return;
+	f = &W.fds[s][fdi];
+	c = psz >= ext(1) ? below(psz / ext(1)) : 0;
+	off = c * ext(1);
+	if (one_in(8))
+		len = PG;		/* accepted; collapses nothing */
+	memset(&r, 0, sizeof(r));
+	r.offset = off;
+	r.length = len;
+	if (one_in(16))
+		r.flags = 1;
+	note("COLLAPSE slot %d fd %s off %#" PRIx64 " len %#" PRIx64 " flags %llu",
+	     s, mname(f->mode), off, len, (unsigned long long)r.flags);
+	if (!fd_w(f->mode))
+		want = EBADF;
+	else if (r.flags || off + len > psz)
+		want = EINVAL;
+	else if (mapped(s))
+		want = EBUSY;
+	else if (sl->order < 2)
+		want = EOPNOTSUPP;
+	else if (len == ext(1) && huge_find(sl, c) < 0 && !chunk_full(sl, c))
+		want = EAGAIN;
+	if (!check("COLLAPSE", ioctl(f->fd, MORSEL_IOC_COLLAPSE, &r), want, 0))
+		return;
+	if (len == ext(1) && huge_find(sl, c) < 0)
+		huge_collapse(sl, c);
 }
 
 /*
@@ -316,7 +396,9 @@ void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 		if ((mode & FALLOC_FL_KEEP_SIZE) && pend > PALIGN(sl->size))
 			pend = PALIGN(sl->size);	/* KEEP_SIZE: not past the size */
 		if (PDOWN(off) < pend) {
+			W.range = 1;	/* morsel_populate_range */
 			runs_add(sl, PDOWN(off) / PG, pend / PG);
+			W.range = 0;
 			sl->churn++;
 		}
 	}
@@ -411,6 +493,9 @@ void x_stat(int s, int full)
 			 s, order, (unsigned long long)st.pages);
 	if (!full)
 		return;
+	if (!sl->tables_bad && st.huge != (uint64_t)sl->nhuge)
+		mismatch("STAT slot %d: %llu 2 MiB leaves, model %d", s,
+			 (unsigned long long)st.huge, sl->nhuge);
 	/* every table, exactly: an order rise adds, free_range removes */
 	for (l = 0; l < MORSEL_TABLE_LEVELS && !sl->tables_bad; l++)
 		if (st.tables[l] != tab_count(sl, l + 1)) {
@@ -423,6 +508,20 @@ void x_stat(int s, int full)
 				 (unsigned long long)st.tables[3],
 				 tab_count(sl, 1), tab_count(sl, 2),
 				 tab_count(sl, 3), tab_count(sl, 4));
+			{
+				char list[300] = "";
+				int i, n = 0;
+
+				for (i = 0; i < sl->ntables && n < 280; i++)
+					if (sl->tables[i].level == l + 1)
+						n += snprintf(list + n, sizeof(list) - n,
+							      " %" PRIu64, sl->tables[i].idx);
+				for (i = 0; i < sl->nhuge && n < 280; i++)
+					n += snprintf(list + n, sizeof(list) - n,
+						      " H%" PRIu64, sl->huge[i]);
+				mismatch("  model's level-%d tables and leaves:%s",
+					 l + 1, list);
+			}
 			sl->tables_bad = 1;
 		}
 	if ((uint64_t)fst.st_blocks != runs_count(sl) * (PG / 512))
@@ -431,6 +530,10 @@ void x_stat(int s, int full)
 	if (st.pages != runs_count(sl))
 		mismatch("STAT slot %d: %llu pages populated, model %" PRIu64,
 			 s, (unsigned long long)st.pages, runs_count(sl));
+	if (st.huge_mode != (uint64_t)(sl->huge_mode == MORSEL_HUGE_INHERIT ?
+				       MORSEL_HUGE_NEVER : sl->huge_mode))
+		mismatch("STAT slot %d: huge mode %llu, model %d", s,
+			 (unsigned long long)st.huge_mode, sl->huge_mode);
 	if (st.mappings != (uint64_t)own_maps_kind(s, 1) +
 	    (child_alive() ? W.ch.holds[s] : 0)) {
 		struct morsel_mapping mm[8];
@@ -633,6 +736,14 @@ void op_range(int s, int evict)
 	if (evict && one_in(4)) {
 		off = 0;
 		len = psz;
+	} else if (one_in(4) && psz >= ext(1)) {
+		/* whole 2 MiB ranges, where leaves go (asked for, or not) */
+		off = below(psz / ext(1)) * ext(1);
+		len = ext(1) * (1 + below(2));
+		if (off + len > psz)
+			len = ext(1);
+		if (!evict && one_in(2))
+			W.hint = 1;	/* MORSEL_POPULATE_HUGE */
 	} else {
 		off = psz ? PDOWN(below(psz)) : 0;
 		if (one_in(3) && mp_count(sl))

@@ -73,6 +73,8 @@
 #define MODEL_PAGES	48	/* non-zero pages the model holds per slot */
 #define MODEL_RUNS	512	/* populated runs per slot */
 #define MODEL_TABLES	2048	/* page tables per slot */
+#define MODEL_HUGE	64	/* 2 MiB leaves per slot */
+#define HUGE_PAGES	512	/* pages under a 2 MiB leaf */
 #define MAX_FDS		4	/* fds per slot per worker */
 #define MAX_MAPS	10	/* mappings per worker (splits may add two) */
 #define MAPS_ROOM	(MAX_MAPS + 4)
@@ -131,6 +133,9 @@ struct slot {
 	int ntables;
 	int tables_bad;		/* after a mismatch: unknown until a reset */
 	struct table tables[MODEL_TABLES];
+	int huge_mode;		/* MORSEL_IOC_SET_HUGE's mode (huge.c) */
+	int nhuge;		/* 2 MiB leaves: their 2 MiB indices */
+	uint64_t huge[MODEL_HUGE];
 	struct mpage pages[MODEL_PAGES];
 };
 
@@ -222,6 +227,15 @@ struct worker {
 	struct child ch;
 	int in_child;
 	int send_sock, recv_sock, ring_ok;
+	/*
+	 * How the current op populates (model.c runs_add): the caller's
+	 * huge-page hint (0 none, 1 asked: MADV_HUGEPAGE or MORSEL_POPULATE_HUGE,
+	 * 2 refused: MADV_NOHUGEPAGE; the encoding of struct mapent.huge)
+	 * and whether it fills a range at once
+	 * (POPULATE, fallocate) or page by page (faults, write).  Reset
+	 * before every op.
+	 */
+	int hint, range;
 	char trace[TRACE][200];
 	int tpos;
 	int printed;
@@ -324,6 +338,10 @@ uint64_t runs_count(struct slot *sl);
 int tab_find(struct slot *sl, int level, uint64_t idx);
 uint64_t tab_count(struct slot *sl, int level);
 void runs_add(struct slot *sl, uint64_t a, uint64_t b);
+int huge_find(struct slot *sl, uint64_t c);
+void huge_split(struct slot *sl, uint64_t c);
+void huge_collapse(struct slot *sl, uint64_t c);
+int chunk_full(struct slot *sl, uint64_t c);
 void m_new(struct slot *sl, uint64_t size);
 void m_raise(struct slot *sl, int order);
 int own_maps_kind(int s, int kind);
@@ -366,6 +384,9 @@ void x_range(int s, int fdi, int evict, uint64_t off, uint64_t len, int bad);
 void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len);
 void x_truncate(int s, int fdi, int64_t size);
 void x_stat(int s, int full);
+void x_set_huge(int s, int fdi, uint64_t mode);
+void op_huge(int s);
+void op_collapse(int s);
 int64_t pick_size(int s);
 uint64_t fit_write(int s, int64_t *off, uint64_t len);
 void op_truncate(int s);

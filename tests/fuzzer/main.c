@@ -13,7 +13,9 @@
  * and of lengths up to the largest extent, private mmap and shared mmap
  * at an offset (page by page) of any window, munmap, mprotect, mremap,
  * madvise (splitting page-by-page mappings),
- * POPULATE/EVICT/BIND/SET_MIN_ORDER ioctls, fallocate (populate and
+ * POPULATE/EVICT/BIND/SET_MIN_ORDER/SET_HUGE/COLLAPSE ioctls (2 MiB
+ * leaves, which the model knows: huge.c's choice, splits, collapses),
+ * fallocate (populate and
  * punch), rename, link/linkat, unlink, fork with a child working on the
  * same morsel (stopped, or killed with SIGKILL), and fd passing with
  * SCM_RIGHTS both to a child and between workers; arguments are random or
@@ -204,7 +206,8 @@ enum {
 	OP_OPEN, OP_CLOSE, OP_TRUNC, OP_WRITE, OP_READ, OP_MMAP, OP_MUNMAP,
 	OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_POPULATE, OP_EVICT, OP_PUNCH,
 	OP_FALLOC, OP_BIND, OP_RENAME, OP_UNLINK, OP_LOAD, OP_STORE, OP_EXEC,
-	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, OP_LINK, NOPS
+	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, OP_LINK, OP_HUGE,
+	OP_COLLAPSE, NOPS
 };
 
 static const int weight[NOPS] = {
@@ -214,7 +217,7 @@ static const int weight[NOPS] = {
 	[OP_PUNCH] = 4, [OP_FALLOC] = 3, [OP_BIND] = 2, [OP_RENAME] = 2,
 	[OP_UNLINK] = 1, [OP_LOAD] = 12, [OP_STORE] = 10, [OP_EXEC] = 1,
 	[OP_STAT] = 5, [OP_CHILD] = 2, [OP_CREATE] = 1, [OP_MINORDER] = 2,
-	[OP_LINK] = 2,
+	[OP_LINK] = 2, [OP_HUGE] = 2, [OP_COLLAPSE] = 2,
 };
 
 static int pick_op(void)
@@ -236,6 +239,7 @@ static void one_op(void)
 {
 	int s = W.owned[below(NFILES)], op;
 
+	W.hint = W.range = 0;
 	if (!child_alive() && needs_reset(s)) {
 		reset_slot(s);
 		return;
@@ -288,6 +292,8 @@ static void one_op(void)
 	case OP_STAT: op_stat(s); break;
 	case OP_MINORDER: op_min_order(s); break;
 	case OP_LINK: op_link(s); break;
+	case OP_HUGE: op_huge(s); break;
+	case OP_COLLAPSE: op_collapse(s); break;
 	default: x_stat(s, 1);
 	}
 }

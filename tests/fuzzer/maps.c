@@ -17,6 +17,22 @@
  */
 #include "fuzz.h"
 
+/*
+ * Pages [a, b) of @sl were populated through mapping @m: with its
+ * MADV_[NO]HUGEPAGE hint, page by page (model.c runs_add).  A mounted
+ * mapping of order 1 over a larger morsel mounts the first 2 MiB's PTE
+ * table, so its access split a leaf there first (mount.c).
+ */
+static void map_populated(struct slot *sl, const struct mapent *m,
+			  uint64_t a, uint64_t b)
+{
+	if (!m->paged && m->vorder == 1 && sl->order >= 2)
+		huge_split(sl, 0);
+	W.hint = m->huge;
+	runs_add(sl, a, b);
+	W.hint = 0;
+}
+
 /* What @m is, for messages. */
 static const char *mkind(const struct mapent *m)
 {
@@ -268,7 +284,7 @@ void x_access(struct mapent *m, uint64_t rel, uint64_t len, int write,
 				cmp_map(what, m, rel, c->data + rel % PG, n,
 					"its own copy");
 		} else if (m->priv) {
-			runs_add(sl, fo / PG, fo / PG + 1);
+			map_populated(sl, m, fo / PG, fo / PG + 1);
 			if (write) {
 				c = cp_find(NOPAGE);
 				if (!c) {
@@ -283,7 +299,7 @@ void x_access(struct mapent *m, uint64_t rel, uint64_t len, int write,
 				cmp_map(what, m, rel, expbuf, n, "the file");
 			}
 		} else {
-			runs_add(sl, fo / PG, fo / PG + 1);
+			map_populated(sl, m, fo / PG, fo / PG + 1);
 			if (write) {
 				m_write(sl, fo, data, n);
 			} else {
@@ -1095,7 +1111,8 @@ static void madvise_paged(int s, int mi)
 
 			if (cp_find(va))
 				continue;
-			runs_add(sl, (m->off + rel) / PG, (m->off + rel) / PG + 1);
+			map_populated(sl, m, (m->off + rel) / PG,
+				      (m->off + rel) / PG + 1);
 			if (adv == MADV_POPULATE_WRITE && m->priv &&
 			    (c = cp_find(NOPAGE))) {
 				c->va = va;
@@ -1202,11 +1219,11 @@ void op_madvise(int s)
 
 			if (e && (e != ANY_SIG || r))
 				break;
-			runs_add(sl, fo / PG, fo / PG + 1);
+			map_populated(sl, m, fo / PG, fo / PG + 1);
 		}
 		sl->churn++;
 		if (r == 0 && want == EFAULT)	/* follow reality */
-			runs_add(sl, o / PG, (o + len) / PG);
+			map_populated(sl, m, o / PG, (o + len) / PG);
 		if (r)
 			errno = EFAULT;
 	}
@@ -1312,7 +1329,7 @@ void op_exec(int s)
 			 ": %s, returned %d; want %s", mkind(m),
 			 m->prot, off, sname(got), ret, sname(want));
 	if (!got)
-		runs_add(sl, off / PG, off / PG + 1);
+		map_populated(sl, m, off / PG, off / PG + 1);
 }
 
 /* Unmap every mapping of @s (truncate, reset, hand-off, the end). */

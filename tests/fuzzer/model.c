@@ -2,7 +2,8 @@
 /*
  * tests/fuzzer/model.c: the shadow model and the module's rules for it.
  * Per slot (struct slot, in the shared region): the non-zero pages, the
- * populated pages as sorted runs, the page tables that exist, the size,
+ * populated pages as sorted runs, the page tables that exist, the 2 MiB
+ * leaves and the file's huge-page mode (huge.c), the size,
  * the order and the minimum order, changed as module/size.c, tree.c and
  * file.c change the morsel (m_* functions).  Per worker: when a slot's
  * morsel dies (check_dead), what an unmapped range does to the mapping
@@ -271,15 +272,92 @@ uint64_t tab_count(struct slot *sl, int level)
 	return n;
 }
 
-/* A walk populated pages [a, b): every table above them exists now. */
-static void tabs_walk(struct slot *sl, uint64_t a, uint64_t b)
+/*
+ * A walk populated pages [a, b): every table above them exists now, from
+ * level @from (2 for a 2 MiB leaf, which has no PTE table).
+ */
+static void tabs_walk(struct slot *sl, uint64_t a, uint64_t b, int from)
 {
 	int l;
 	uint64_t i;
 
-	for (l = 1; l <= sl->order; l++)
+	for (l = from; l <= sl->order; l++)
 		for (i = a * PG / ext(l); i <= ((b - 1) * PG) / ext(l); i++)
 			tab_add(sl, l, i);
+}
+
+/* ---- 2 MiB leaves (tree.c, huge.c): which exist, exactly ---- */
+
+int huge_find(struct slot *sl, uint64_t c)
+{
+	int i;
+
+	for (i = 0; i < sl->nhuge; i++)
+		if (sl->huge[i] == c)
+			return i;
+	return -1;
+}
+
+static void huge_del(struct slot *sl, int i)
+{
+	sl->huge[i] = sl->huge[--sl->nhuge];
+}
+
+/* Does huge.c want a leaf for 2 MiB index @c, asked as W.hint says? */
+static int huge_wanted(struct slot *sl, uint64_t c)
+{
+	if (W.hint == 2 || sl->order < 2 || (c + 1) * ext(1) > PALIGN(sl->size))
+		return 0;
+	if (sl->huge_mode == MORSEL_HUGE_ALWAYS ||
+	    sl->huge_mode == MORSEL_HUGE_WITHIN_SIZE)
+		return 1;
+	return sl->huge_mode == MORSEL_HUGE_ADVISE && W.hint == 1;
+}
+
+/* Does a reserved range begin or end inside 2 MiB index @c? */
+static int resv_straddles(struct slot *sl, uint64_t c)
+{
+	uint64_t a = c * ext(1), b = a + ext(1);
+
+	return (sl->resv_start > a && sl->resv_start < b) ||
+	       (sl->resv_end > a && sl->resv_end < b);
+}
+
+/* The leaf of 2 MiB index @c becomes a PTE table over the same pages. */
+void huge_split(struct slot *sl, uint64_t c)
+{
+	int i = huge_find(sl, c);
+
+	if (i < 0)
+		return;
+	huge_del(sl, i);
+	tab_add(sl, 1, c);
+}
+
+/* Its 512 pages, all populated, become one leaf; the PTE table goes. */
+void huge_collapse(struct slot *sl, uint64_t c)
+{
+	int i = tab_find(sl, 1, c);
+
+	if (i >= 0)
+		tab_del(sl, i);
+	if (sl->nhuge == MODEL_HUGE) {
+		mismatch("internal: leaf model full");
+		sl->tables_bad = 1;
+		return;
+	}
+	sl->huge[sl->nhuge++] = c;
+}
+
+/* Are all 512 pages of 2 MiB index @c populated? */
+int chunk_full(struct slot *sl, uint64_t c)
+{
+	uint64_t p;
+
+	for (p = c * HUGE_PAGES; p < (c + 1) * HUGE_PAGES; p++)
+		if (!runs_has(sl, p))
+			return 0;
+	return 1;
 }
 
 /* free_level: a table goes when the range covers all it spans. */
@@ -295,13 +373,13 @@ static void tabs_free(struct slot *sl, uint64_t start, uint64_t end)
 	}
 }
 
-void runs_add(struct slot *sl, uint64_t a, uint64_t b)
+static void runs_insert(struct slot *sl, uint64_t a, uint64_t b, int from)
 {
 	int i, j;
 
 	if (a >= b)
 		return;
-	tabs_walk(sl, a, b);
+	tabs_walk(sl, a, b, from);
 	/* first run that ends at or after a (may touch) */
 	i = runs_find(sl, a ? a - 1 : 0);
 	if (i < sl->nruns && sl->runs[i].b < a)
@@ -331,6 +409,45 @@ void runs_add(struct slot *sl, uint64_t a, uint64_t b)
 	sl->runs[i].b = b;
 }
 
+/*
+ * Pages [a, b) are populated, as tree.c does it: a hole of 2 MiB whose
+ * slot in the level-2 table is empty (no PTE table, no leaf) becomes one
+ * leaf where huge.c wants it, when populated page by page (a fault, a
+ * write: any page of it) or, by a range (W.range: POPULATE, fallocate),
+ * when the range covers all of it; never where a reserved range begins or
+ * ends inside.  Everything else gets 4 KiB pages.
+ */
+void runs_add(struct slot *sl, uint64_t a, uint64_t b)
+{
+	uint64_t c, ca, lo, hi;
+
+	if (a >= b)
+		return;
+	if (sl->order < 2 || (!sl->nhuge &&
+	    (sl->huge_mode == MORSEL_HUGE_NEVER ||
+	     sl->huge_mode == MORSEL_HUGE_INHERIT))) {
+		runs_insert(sl, a, b, 1);	/* no leaf, and none to come */
+		return;
+	}
+	for (c = a / HUGE_PAGES; c <= (b - 1) / HUGE_PAGES; c++) {
+		ca = c * HUGE_PAGES;
+		lo = a > ca ? a : ca;
+		hi = b < ca + HUGE_PAGES ? b : ca + HUGE_PAGES;
+		if (huge_find(sl, c) >= 0)
+			continue;
+		if (tab_find(sl, 1, c) < 0 && huge_wanted(sl, c) &&
+		    !(W.range && (lo != ca || hi != ca + HUGE_PAGES)) &&
+		    !resv_straddles(sl, c) &&
+		    sl->nhuge < MODEL_HUGE) {
+			sl->huge[sl->nhuge++] = c;
+			runs_insert(sl, ca, ca + HUGE_PAGES, 2);
+			sl->churn += 8;
+		} else {
+			runs_insert(sl, lo, hi, 1);
+		}
+	}
+}
+
 static void m_clear(struct slot *sl)
 {
 	int i;
@@ -341,6 +458,7 @@ static void m_clear(struct slot *sl)
 	sl->churn = 0;
 	sl->ntables = 0;
 	sl->tables_bad = 0;
+	sl->nhuge = 0;
 }
 
 /* A new morsel of @size bytes: the order its size wants, no minimum. */
@@ -351,6 +469,7 @@ void m_new(struct slot *sl, uint64_t size)
 	sl->min_order = 0;
 	sl->resv_start = sl->resv_end = 0;
 	sl->order = order_of(size);
+	sl->huge_mode = MORSEL_HUGE_INHERIT;
 	m_clear(sl);		/* no table: the root comes with a page */
 }
 
@@ -380,6 +499,11 @@ static void m_lower(struct slot *sl, int order)
 {
 	int l, i;
 
+	if (order < 2)		/* the first leaf becomes the new root */
+		huge_split(sl, 0);
+	for (i = 0; i < sl->nhuge; i++)
+		if (sl->huge[i] * ext(1) >= ext(order))
+			huge_del(sl, i--);
 	m_drop_from(sl, ext(order) / PG);
 	runs_del(sl, ext(order) / PG, UINT64_MAX);
 	tabs_free(sl, ext(order), UINT64_MAX);
@@ -570,9 +694,21 @@ void unmap_model(uint64_t a, uint64_t len)
 void m_free_pages(int s, uint64_t first, uint64_t last)
 {
 	struct slot *sl = S(s);
+	int i;
 
 	if (first >= last)
 		return;
+	/* A leaf the range covers goes; one it cuts splits first. */
+	for (i = 0; i < sl->nhuge; i++) {
+		uint64_t a = sl->huge[i] * ext(1), b = a + ext(1);
+
+		if (a >= last || b <= first)
+			continue;
+		if (a >= first && b <= last)
+			huge_del(sl, i--);
+		else
+			huge_split(sl, sl->huge[i--]);
+	}
 	m_zero(sl, first, last - first);
 	runs_del(sl, first / PG, last / PG);
 	if (!mapped(s))		/* morsel_free_range; mapped: tables stay */

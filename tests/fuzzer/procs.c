@@ -247,6 +247,23 @@ void op_child(int s)
 
 	if (fdi < 0 || !sl->size || child_alive())
 		return;
+	/*
+	 * No new 2 MiB leaves while the child works on the slot: whether a
+	 * hole becomes one depends on who populates it first and with which
+	 * hint, which the model cannot know.  An order-1 mapping the child
+	 * inherits would split a leaf at offset 0 when it touches it: touch
+	 * it here first.
+	 */
+	if (sl->huge_mode != MORSEL_HUGE_NEVER &&
+	    sl->huge_mode != MORSEL_HUGE_INHERIT)
+		x_set_huge(s, fdi, MORSEL_HUGE_NEVER);
+	for (i = 0; i < W.nmaps && huge_find(sl, 0) >= 0; i++) {
+		struct mapent *m = &W.maps[i];
+
+		if (m->slot == s && !m->paged && m->vorder == 1 &&
+		    sl->order >= 2 && (m->prot & PROT_READ))
+			x_access(m, 0, 1, 0, NULL, "load before a child");
+	}
 	memset(c, 0, sizeof(*c));
 	c->slot = s;
 	c->fdi = fdi;
