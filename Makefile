@@ -12,6 +12,7 @@ SOMAJOR := 1
 SOLIB   := lib/libmorsel.so.$(VERSION)
 SOLINKS := lib/libmorsel.so.$(SOMAJOR) lib/libmorsel.so
 BINS    := tools/morsel tests/safety_test tests/errors_test tests/fs_test tests/mapping_test tests/memerr_test tests/kvm_test bench/demo bench/bench bench/huge
+BINS    += bench/trees bench/trees-split bench/fib bench/fib-split
 # The primitive's suites, which replaced morsel_test: the morsel and its
 # mappings, the ioctls and the morsel tool, file I/O, processes.
 BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test tests/huge_test
@@ -181,6 +182,19 @@ bench/demo: bench/demo.c bench/common.h $(LIB)
 
 bench/bench: bench/bench.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
+
+# Host programs (seed 004; bench/trees): arrays as trees, split stacks.
+bench/trees: bench/trees.c bench/common.h treearray/treearray.c treearray/treearray.h
+	$(CC) $(CFLAGS) -Itreearray -o $@ bench/trees.c treearray/treearray.c
+
+bench/trees-split: bench/trees.c bench/common.h treearray/treearray.c treearray/treearray.h
+	$(CC) $(CFLAGS) -fsplit-stack -Itreearray -o $@ bench/trees.c treearray/treearray.c
+
+bench/fib: bench/fib.c
+	$(CC) $(CFLAGS) -o $@ $<
+
+bench/fib-split: bench/fib.c
+	$(CC) $(CFLAGS) -fsplit-stack -o $@ $<
 
 bench/huge: bench/huge.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lrt
