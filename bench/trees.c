@@ -81,6 +81,18 @@ static void tree_fill(struct treearray *t)
 		*e = 1;
 }
 
+/* A tree of @n 4-byte elements on a THP pool, every element 1. */
+static void tree_new(struct treearray *t, struct ta_pool *pool, size_t n)
+{
+	size_t bytes = ta_blocks(n, 4) * TA_BLOCK + 4 * MiB;
+
+	if (ta_pool_init(pool, bytes & ~(2 * MiB - 1), 1))
+		die("tree pool", errno);
+	if (ta_init(t, n, 4, pool))
+		die("ta_init", ENOMEM);
+	tree_fill(t);
+}
+
 static double per_access(double ms, uint64_t n)
 {
 	return ms * 1e6 / n;
@@ -118,12 +130,7 @@ static void scans(size_t bytes, int iter)
 		sink = sum;
 		array_free(a, bytes);
 	}
-	if (ta_pool_init(&pool, (ta_blocks(n, 4) * TA_BLOCK + 4 * MiB) & ~(2 * MiB - 1),
-			 1))
-		die("tree pool", errno);
-	if (ta_init(&t, n, 4, &pool))
-		die("ta_init", ENOMEM);
-	tree_fill(&t);
+	tree_new(&t, &pool, n);
 	{
 		uint64_t sum = 0;
 		struct ta_iter it;
@@ -185,12 +192,7 @@ static void gups(size_t bytes, int iter, const char *prefix)
 		     per_access(now_ms() - t0, updates));
 		array_free(a, bytes);
 	}
-	if (ta_pool_init(&pool, (ta_blocks(n, 4) * TA_BLOCK + 4 * MiB) & ~(2 * MiB - 1),
-			 1))
-		die("tree pool", errno);
-	if (ta_init(&t, n, 4, &pool))
-		die("ta_init", ENOMEM);
-	tree_fill(&t);
+	tree_new(&t, &pool, n);
 	t0 = now_ms();
 	for (k = 0; k < updates; k++)
 		*(int32_t *)ta_at(&t, xorshift() % n) ^= (int32_t)k;

@@ -74,24 +74,45 @@ int morsel_stat(int fd, struct morsel_stat *st)
 }
 
 static int range_ioctl(int fd, unsigned long cmd, uint64_t offset,
-		       uint64_t length)
+		       uint64_t length, uint64_t flags)
 {
 	struct morsel_range r;
 
 	memset(&r, 0, sizeof(r));
 	r.offset = offset;
 	r.length = length;
+	r.flags = flags;
 	return ioctl(fd, cmd, &r) ? NEG_ERRNO : 0;
 }
 
 int morsel_populate(int fd, uint64_t offset, uint64_t length)
 {
-	return range_ioctl(fd, MORSEL_IOC_POPULATE, offset, length);
+	return range_ioctl(fd, MORSEL_IOC_POPULATE, offset, length, 0);
+}
+
+int morsel_populate_huge(int fd, uint64_t offset, uint64_t length)
+{
+	return range_ioctl(fd, MORSEL_IOC_POPULATE, offset, length,
+			   MORSEL_POPULATE_HUGE);
 }
 
 int morsel_evict(int fd, uint64_t offset, uint64_t length)
 {
-	return range_ioctl(fd, MORSEL_IOC_EVICT, offset, length);
+	return range_ioctl(fd, MORSEL_IOC_EVICT, offset, length, 0);
+}
+
+int morsel_collapse(int fd, uint64_t offset, uint64_t length)
+{
+	return range_ioctl(fd, MORSEL_IOC_COLLAPSE, offset, length, 0);
+}
+
+int morsel_set_huge(int fd, unsigned int mode)
+{
+	struct morsel_huge h;
+
+	memset(&h, 0, sizeof(h));
+	h.mode = mode;
+	return ioctl(fd, MORSEL_IOC_SET_HUGE, &h) ? NEG_ERRNO : 0;
 }
 
 int morsel_bind(int fd, uint64_t addr)

@@ -82,6 +82,17 @@ int morsel_populate(int fd, uint64_t offset, uint64_t length);
  * file size); every process that maps the morsel reads zeros there after.
  */
 int morsel_evict(int fd, uint64_t offset, uint64_t length);
+/*
+ * 2 MiB leaves (new in 1.2): populate whole aligned 2 MiB holes of the
+ * range with one 2 MiB page each where the file's huge-page mode lets a
+ * caller ask; collapse every full aligned 2 MiB of the range into one
+ * (-EBUSY while a shared mapping mounts it, -EAGAIN where one had a
+ * hole); set the file's own mode (MORSEL_HUGE_NEVER, _ALWAYS,
+ * _WITHIN_SIZE, _ADVISE, or _INHERIT to follow the mount's huge=).
+ */
+int morsel_populate_huge(int fd, uint64_t offset, uint64_t length);
+int morsel_collapse(int fd, uint64_t offset, uint64_t length);
+int morsel_set_huge(int fd, unsigned int mode);
 /* Bind the morsel to @addr: every later mapping lands there. */
 int morsel_bind(int fd, uint64_t addr);
 /*

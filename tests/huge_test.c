@@ -74,6 +74,25 @@ static void teardown(int fd)
 	umount2(HDIR, 0);
 }
 
+/* setup() and a shared mapping of the whole extent (1 GiB: order 2). */
+static char *fresh_map(struct __test_metadata *_metadata, const char *opts,
+		       uint64_t size, int *fd)
+{
+	*fd = setup(_metadata, opts, size);
+	return map(_metadata, *fd, GiB, PROT_READ | PROT_WRITE);
+}
+
+/* The file's STAT, then the mapping, the file and the instance go. */
+static struct morsel_stat finish(struct __test_metadata *_metadata, int fd,
+				 char *p)
+{
+	struct morsel_stat s = st(_metadata, fd);
+
+	munmap(p, GiB);
+	teardown(fd);
+	return s;
+}
+
 static int set_huge(int fd, uint64_t mode)
 {
 	struct morsel_huge h = { .mode = mode };
@@ -183,80 +202,67 @@ TEST(always_fills_faults_with_2m_leaves)
 
 TEST(fallback_is_counted)
 {
-	int fd = setup(_metadata, "huge=always,size=3m", 4 * MiB);
 	long fallbacks = counter(_metadata, "huge_fallbacks");
-	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
 	struct morsel_stat s;
+	int fd;
+	char *p = fresh_map(_metadata, "huge=always,size=3m", 4 * MiB, &fd);
 
 	p[0] = 1;
 	p[2 * MiB] = 1;			/* no room for 512 more: 4 KiB */
-	s = st(_metadata, fd);
+	EXPECT_EQ(fallbacks + 1, counter(_metadata, "huge_fallbacks"));
+	s = finish(_metadata, fd, p);
 	EXPECT_EQ(1, s.huge);
 	EXPECT_EQ(513, s.pages);
-	EXPECT_EQ(fallbacks + 1, counter(_metadata, "huge_fallbacks"));
-	munmap(p, GiB);
-	teardown(fd);
 }
 
 TEST(never_and_nohugepage_keep_4k_pages)
 {
-	int fd = setup(_metadata, "huge=never", 4 * MiB);
-	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
 	struct morsel_stat s;
+	char *p;
+	int fd;
 
+	p = fresh_map(_metadata, "huge=never", 4 * MiB, &fd);
 	touch(p, 4 * MiB);
-	s = st(_metadata, fd);
+	s = finish(_metadata, fd, p);
 	EXPECT_EQ(0, s.huge);
 	EXPECT_EQ(2, s.pages);
-	munmap(p, GiB);
-	teardown(fd);
 
-	fd = setup(_metadata, "huge=always", 4 * MiB);
-	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	p = fresh_map(_metadata, "huge=always", 4 * MiB, &fd);
 	ASSERT_EQ(0, madvise(p, GiB, MADV_NOHUGEPAGE));
 	touch(p, 4 * MiB);
-	s = st(_metadata, fd);
+	s = finish(_metadata, fd, p);
 	EXPECT_EQ(0, s.huge);
 	EXPECT_EQ(2, s.pages);
-	munmap(p, GiB);
-	teardown(fd);
 }
 
 TEST(within_size_and_advise)
 {
-	int fd = setup(_metadata, "huge=within_size", 3 * MiB);
-	char *p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
 	struct morsel_stat s;
+	char *p;
+	int fd;
 
+	p = fresh_map(_metadata, "huge=within_size", 3 * MiB, &fd);
 	p[0] = 1;			/* [0, 2M) lies inside the size */
 	p[2 * MiB] = 1;			/* [2M, 4M) does not */
-	s = st(_metadata, fd);
+	s = finish(_metadata, fd, p);
 	EXPECT_EQ(1, s.huge);
 	EXPECT_EQ(513, s.pages);
-	munmap(p, GiB);
-	teardown(fd);
 
 	/* always: no leaf reaches past the size, whose bytes must fault. */
-	fd = setup(_metadata, "huge=always", 3 * MiB);
-	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	p = fresh_map(_metadata, "huge=always", 3 * MiB, &fd);
 	p[2 * MiB] = 1;
-	s = st(_metadata, fd);
+	EXPECT_EQ(SIGBUS, in_child(write_byte, p + 3 * MiB));
+	s = finish(_metadata, fd, p);
 	EXPECT_EQ(0, s.huge);
 	EXPECT_EQ(1, s.pages);
-	EXPECT_EQ(SIGBUS, in_child(write_byte, p + 3 * MiB));
-	munmap(p, GiB);
-	teardown(fd);
 
-	fd = setup(_metadata, "huge=advise", 4 * MiB);
-	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	p = fresh_map(_metadata, "huge=advise", 4 * MiB, &fd);
 	p[0] = 1;
 	ASSERT_EQ(0, madvise(p, GiB, MADV_HUGEPAGE));
 	p[2 * MiB] = 1;
-	s = st(_metadata, fd);
+	s = finish(_metadata, fd, p);
 	EXPECT_EQ(1, s.huge);
 	EXPECT_EQ(513, s.pages);
-	munmap(p, GiB);
-	teardown(fd);
 }
 
 TEST(populate_flag_and_file_mode)
@@ -651,6 +657,29 @@ TEST(collapse)
 	EXPECT_EQ('i', p[PG]);
 	EXPECT_EQ(0, p[2 * PG]);
 	munmap(p, GiB);
+	teardown(fd);
+}
+
+/* The morsel tool: huge, populate-huge, collapse, and stat's line. */
+TEST(cli)
+{
+	int fd = setup(_metadata, "huge=never", 4 * MiB);
+	char cmd[2048], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "tools/morsel huge %s advise && "
+		 "tools/morsel populate %s 0 2M && "
+		 "tools/morsel populate-huge %s 2M 2M && tools/morsel stat %s",
+		 hpath("f"), hpath("f"), hpath("f"), hpath("f"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "huge:     1 2 MiB leaves, mode advise"))
+		TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel collapse %s 0 4M && "
+		 "tools/morsel stat %s", hpath("f"), hpath("f"));
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "huge:     2 2 MiB leaves")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel huge %s sometimes 2>&1",
+		 hpath("f"));
+	EXPECT_NE(0, run_cmd(_metadata, cmd, out, sizeof(out)));
 	teardown(fd);
 }
 

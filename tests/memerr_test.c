@@ -367,6 +367,77 @@ TEST(order_0_morsel_injector)
 }
 
 /* A private copy made before the failure is the process's own page. */
+/* The pfn behind @addr whether a 4 KiB or a 2 MiB leaf maps it, or 0. */
+static uint64_t pfn_any(void *addr)
+{
+	struct probe_entries e = { .addr = (uintptr_t)addr };
+	int probe = open("/dev/morsel_probe", O_RDWR);
+	uint64_t v;
+
+	if (probe < 0 || ioctl(probe, PROBE_IOC_ENTRIES, &e)) {
+		if (probe >= 0)
+			close(probe);
+		return 0;
+	}
+	close(probe);
+	if ((e.entry[3] & 1) && (e.entry[3] & 0x80)) {	/* PSE: 2 MiB */
+		v = (e.entry[3] & 0x000fffffffe00000ULL) >> 12;
+		return v + (((uintptr_t)addr >> 12) & 511);
+	}
+	v = e.entry[4];
+	return (v & 1) ? (v & 0x000ffffffffff000ULL) >> 12 : 0;
+}
+
+/*
+ * A page inside a 2 MiB leaf fails: the leaf splits (tree.c), the failed
+ * page alone leaves the file, its 511 neighbours keep their bytes and
+ * their frames; a punch and a write make it a new page.
+ */
+TEST(a_page_of_a_2m_leaf_fails)
+{
+	unsigned int npages = 1024, k = 600, i;
+	struct morsel_huge h = { .mode = MORSEL_HUGE_ALWAYS };
+	int fd = fresh(mpath("me_huge"), (uint64_t)npages * PG);
+	long corrupted = hw_corrupted_kb(), splits;
+	struct morsel_stat st;
+	uint64_t pfn, pfn0;
+	char *map, c;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
+	ASSERT_EQ(0, fill(fd, npages));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	ASSERT_EQ(2, st.huge);
+	map = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(fill_of(k), map[k * PG]);
+	pfn = pfn_any(map + k * PG);
+	pfn0 = pfn_any(map + 512 * PG);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(pfn0 + (k - 512), pfn);	/* one block, in order */
+	splits = morsel_counter("huge_splits");
+	ASSERT_EQ(0, madvise(map + k * PG, PG, MADV_HWPOISON));
+	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());
+	EXPECT_EQ(splits + 1, morsel_counter("huge_splits"));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(1, st.huge);
+	EXPECT_EQ(npages - 1, st.pages);
+	EXPECT_EQ(0, view_ok(map, npages, k));
+	EXPECT_EQ(0, io_ok(fd, npages, k));
+	for (i = 512; i < npages; i++)
+		if (i != k)
+			ASSERT_EQ(pfn0 + (i - 512), pfn_any(map + i * PG));
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       k * PG, PG));
+	EXPECT_EQ(0, touch(map + k * PG, &c));
+	EXPECT_EQ(0, c);
+	munmap(map, npages * PG);
+	close(fd);
+	unlink(mpath("me_huge"));
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+	EXPECT_EQ(corrupted, hw_corrupted_kb());
+}
+
 TEST(private_copy_keeps_its_bytes)
 {
 	int fd = fresh(mpath("me_cow"), NPAGES * PG);

@@ -334,6 +334,26 @@ class MorselTest(unittest.TestCase):
         with morsel.open(p, os.O_RDONLY) as m:
             self.assertErrno(errno.EINVAL, m.resize, PG)    # Q5
 
+    def test_huge_leaves(self):
+        p = self.path("h")
+        with morsel.create(p, 4 * MiB) as m:
+            self.assertEqual(m.stat().huge_mode, morsel.HUGE_NEVER)
+            m.set_huge(morsel.HUGE_ADVISE)
+            m.populate(0, 2 * MiB)                      # not asked: 4 KiB
+            m.populate(2 * MiB, 2 * MiB, huge=True)     # asked: one leaf
+            st = m.stat()
+            self.assertEqual((st.huge, st.pages, st.tables[0]), (1, 1024, 1))
+            self.assertEqual(st.huge_mode, morsel.HUGE_ADVISE)
+            m.set_huge(morsel.HUGE_ALWAYS)
+            m.collapse()                                # copies the first 2 MiB
+            st = m.stat()
+            self.assertEqual((st.huge, st.pages, st.tables[0]), (2, 1024, 0))
+            self.assertErrno(errno.EINVAL, m.set_huge, 5)
+            with m.map():
+                self.assertErrno(errno.EBUSY, m.collapse)
+            m.set_huge(morsel.HUGE_INHERIT)
+            self.assertEqual(m.stat().huge_mode, morsel.HUGE_NEVER)
+
     def test_populate(self):
         p = self.path("a")
         with morsel.create(p, 3 * MiB) as m:

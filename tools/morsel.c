@@ -18,10 +18,18 @@ static void usage(void)
 		"usage: morsel create [--order N] PATH SIZE\n"
 		"                                        create a morsel of SIZE bytes (suffixes K M G T),\n"
 		"                                        of at least order N (room to grow while mapped)\n"
-		"       morsel stat PATH...              order, extent, size, pages, tables, bound\n"
+		"       morsel stat PATH...              order, extent, size, pages, 2 MiB leaves,\n"
+		"                                        tables, bound\n"
 		"                                        address and every mapping with its rights\n"
 		"       morsel populate PATH OFFSET LEN  allocate the pages of a range now\n"
+		"       morsel populate-huge PATH OFFSET LEN\n"
+		"                                        the same, with 2 MiB pages where the file's\n"
+		"                                        huge mode lets a caller ask\n"
 		"       morsel evict PATH OFFSET LEN     free the pages of a range (reads as zeros)\n"
+		"       morsel collapse PATH OFFSET LEN  join every full aligned 2 MiB of a range\n"
+		"                                        into one 2 MiB page (not while mapped)\n"
+		"       morsel huge PATH MODE            the file's own huge mode: never, always,\n"
+		"                                        within_size, advise or inherit (huge=)\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel cache-stats [SOCKET]      the counters of morsel-cached (default\n"
 		"                                        $MORSEL_CACHED_SOCKET, else %s)\n"
@@ -76,6 +84,11 @@ static const char *human(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+/* MORSEL_HUGE_* by number (uapi). */
+static const char *const huge_names[] = {
+	"never", "always", "within_size", "advise", "inherit",
+};
+
 static int cmd_stat(const char *path)
 {
 	struct morsel_mapping maps[64];
@@ -102,6 +115,9 @@ static int cmd_stat(const char *path)
 	printf("extent:   %" PRIu64 " (%s)\n", (uint64_t)st.extent, human(st.extent, b, sizeof(b)));
 	printf("size:     %" PRIu64 "\n", (uint64_t)st.size);
 	printf("pages:    %" PRIu64 "\n", (uint64_t)st.pages);
+	printf("huge:     %" PRIu64 " 2 MiB leaves, mode %s\n",
+	       (uint64_t)st.huge, st.huge_mode < 4 ?
+	       huge_names[st.huge_mode] : "?");
 	printf("tables:   pte %" PRIu64 " pmd %" PRIu64 " pud %" PRIu64 " p4d %" PRIu64 "\n",
 	       (uint64_t)st.tables[0], (uint64_t)st.tables[1],
 	       (uint64_t)st.tables[2], (uint64_t)st.tables[3]);
@@ -126,6 +142,33 @@ static int cmd_stat(const char *path)
 	return 0;
 }
 
+/* MORSEL_IOC_SET_HUGE: never, always, within_size, advise or inherit. */
+static int cmd_huge(const char *path, const char *mode)
+{
+	unsigned int m;
+	int fd, err;
+
+	for (m = 0; m < 5 && strcmp(mode, huge_names[m]); m++)
+		;
+	if (m == 5) {
+		fprintf(stderr, "morsel: huge mode '%s': never, always, within_size, advise or inherit\n",
+			mode);
+		return 2;
+	}
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = morsel_set_huge(fd, m);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "morsel: huge %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_range(const char *cmd, const char *path, const char *off,
 		     const char *len)
 {
@@ -141,8 +184,14 @@ static int cmd_range(const char *cmd, const char *path, const char *off,
 		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
 		return 1;
 	}
-	err = !strcmp(cmd, "populate") ? morsel_populate(fd, o, l) :
-					 morsel_evict(fd, o, l);
+	if (!strcmp(cmd, "populate"))
+		err = morsel_populate(fd, o, l);
+	else if (!strcmp(cmd, "populate-huge"))
+		err = morsel_populate_huge(fd, o, l);
+	else if (!strcmp(cmd, "collapse"))
+		err = morsel_collapse(fd, o, l);
+	else
+		err = morsel_evict(fd, o, l);
 	close(fd);
 	if (err) {
 		fprintf(stderr, "morsel: %s %s: %s\n", cmd, path, strerror(-err));
@@ -379,9 +428,12 @@ int main(int argc, char **argv)
 		return cmd_create(argv[4], argv[5], argv[3]);
 	if (!strcmp(argv[1], "create") && argc == 4)
 		return cmd_create(argv[2], argv[3], NULL);
-	if ((!strcmp(argv[1], "populate") || !strcmp(argv[1], "evict")) &&
-	    argc == 5)
+	if ((!strcmp(argv[1], "populate") || !strcmp(argv[1], "evict") ||
+	     !strcmp(argv[1], "populate-huge") ||
+	     !strcmp(argv[1], "collapse")) && argc == 5)
 		return cmd_range(argv[1], argv[2], argv[3], argv[4]);
+	if (!strcmp(argv[1], "huge") && argc == 4)
+		return cmd_huge(argv[2], argv[3]);
 	if (!strcmp(argv[1], "bind") && argc == 4)
 		return cmd_bind(argv[2], argv[3]);
 	if (!strcmp(argv[1], "stat")) {

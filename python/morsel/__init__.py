@@ -45,6 +45,8 @@ __all__ = [
     "open", "send_fd", "recv_fd", "order_for_size", "order_extent", "READ",
     "WRITE", "EXEC",
     "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
+    "HUGE_NEVER", "HUGE_ALWAYS", "HUGE_WITHIN_SIZE", "HUGE_ADVISE",
+    "HUGE_INHERIT",
     "library_path", "cache_map", "cache_stats", "CachedFile", "CacheStats",
 ]
 
@@ -61,6 +63,8 @@ MAX_ORDER = _lib.MORSEL_MAX_ORDER
 #: Offsets and lengths of :meth:`Morsel.populate` and :meth:`Morsel.evict`
 #: are multiples of this.
 PAGE_SIZE = 4096
+# Huge-page modes (MORSEL_HUGE_*): Morsel.set_huge(), Stat.huge_mode.
+HUGE_NEVER, HUGE_ALWAYS, HUGE_WITHIN_SIZE, HUGE_ADVISE, HUGE_INHERIT = range(5)
 #: :attr:`MappingInfo.flags` bits.
 MAPPING_MOUNTED = _lib.MORSEL_MAPPING_MOUNTED
 MAPPING_HIDDEN = _lib.MORSEL_MAPPING_HIDDEN
@@ -310,8 +314,12 @@ class Morsel:
             length = max(end - offset, 0)   # past the end: EINVAL below
         _check(fn(self.fileno(), offset, _u64("length", length)), self.path)
 
-    def populate(self, offset=0, length=None):
+    def populate(self, offset=0, length=None, huge=False):
         """Allocate every missing page of ``[offset, offset + length)``.
+
+        With *huge*, whole aligned 2 MiB holes get one 2 MiB page each
+        where the file's huge-page mode lets a caller ask (advise,
+        within_size, always; see :meth:`set_huge`).
 
         *length* None means up to the file size rounded up to a page (on an
         empty file: nothing to do).  Offset and length must be multiples of
@@ -320,7 +328,24 @@ class Morsel:
         for writing (``OSError(EBADF)``).  Beyond the mount's ``size=``:
         ``OSError(ENOSPC)``, what fitted stays populated.
         """
-        self._range(_lib.populate, offset, length)
+        self._range(_lib.populate_huge if huge else _lib.populate, offset,
+                    length)
+
+    def collapse(self, offset=0, length=None):
+        """Join every full, aligned 2 MiB of the range into one 2 MiB page.
+
+        ``OSError(EBUSY)`` while a shared mapping mounts the morsel,
+        ``OSError(EAGAIN)`` where a 2 MiB had a hole (the others are
+        joined), ``OSError(EOPNOTSUPP)`` below order 2 or on a persistent
+        instance.  Arguments as for :meth:`populate`.
+        """
+        self._range(_lib.collapse, offset, length)
+
+    def set_huge(self, mode):
+        """Set the file's own huge-page mode: one of :data:`HUGE_NEVER`,
+        :data:`HUGE_ALWAYS`, :data:`HUGE_WITHIN_SIZE`, :data:`HUGE_ADVISE`,
+        or :data:`HUGE_INHERIT` to follow the mount's ``huge=``."""
+        _check(_lib.set_huge(self.fileno(), int(mode)), self.path)
 
     def evict(self, offset=0, length=None):
         """Free the pages of ``[offset, offset + length)``.

@@ -150,3 +150,11 @@ try:
                            ctypes.POINTER(CacheStats))
 except AttributeError:
     cache_connect = cache_map = cache_unmap = cache_stats = None
+
+# 2 MiB leaves (MORSEL_1.2): None with an older library.
+try:
+    populate_huge = _declare("morsel_populate_huge", _int, _int, _u64, _u64)
+    collapse = _declare("morsel_collapse", _int, _int, _u64, _u64)
+    set_huge = _declare("morsel_set_huge", _int, _int, _uint)
+except AttributeError:
+    populate_huge = collapse = set_huge = None
