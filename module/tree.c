@@ -1394,8 +1394,21 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 
 	e &= ~MPM_ROOT_ORDER_MASK;
 	/* The subtree of @order at offset 0: entry 0 of each table below. */
-	for (; e && level > order; level--)
+	for (; e && level > order; level--) {
+		/*
+		 * A 2 MiB leaf at offset 0: an order-0 mapping copies the
+		 * leaf of its first page; an order-1 one needs the PTE table
+		 * (mount.c splits the leaf first), so it gets none yet.
+		 */
+		if (level == 1 && entry_huge(e)) {
+			if (order)
+				return 0;
+			e = page_entry(entry_page(e));
+			level = 0;
+			break;
+		}
 		e = READ_ONCE(*(mentry_t *)entry_va(e));
+	}
 	if (!e || level != order || e == MORSEL_POISON)
 		return 0;
 	if (!write)

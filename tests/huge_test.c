@@ -423,6 +423,36 @@ TEST(private_fork_mremap_and_order1)
 	teardown(fd);
 }
 
+/*
+ * An order-0 mapping (made while the file was one page) of a morsel whose
+ * first 2 MiB became a leaf: its mount entry copies the leaf's first page
+ * (tree.c morsel_mount_entry); evicting the leaf unmounts the copy.
+ */
+TEST(order0_mapping_over_a_leaf)
+{
+	int fd = setup(_metadata, "huge=always", PG);
+	char *q, *p;
+
+	q = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(0, ftruncate(fd, 4 * MiB));
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_POPULATE, 0, 4 * MiB, 0));
+	ASSERT_EQ(2, st(_metadata, fd).huge);
+	p = map(_metadata, fd, GiB, PROT_READ | PROT_WRITE);
+	p[0] = 'a';
+	p[PG] = 'b';
+	EXPECT_EQ('a', q[0]);		/* mounts the copy of page 0 */
+	q[1] = 'c';
+	EXPECT_EQ('c', p[1]);
+	EXPECT_EQ(2, st(_metadata, fd).huge);
+	ASSERT_EQ(0, range(fd, MORSEL_IOC_EVICT, 0, 2 * MiB, 0));
+	EXPECT_EQ(0, q[0]);		/* the copy went with the page */
+	EXPECT_EQ(0, p[PG]);
+	munmap(p, GiB);
+	munmap(q, PG);
+	teardown(fd);
+}
+
 TEST(gup_pins_pages_of_a_leaf)
 {
 	int fd = setup(_metadata, "huge=always", 4 * MiB);
