@@ -557,6 +557,12 @@ static void mmap_shared(int s, int fdi, int prot)
 	set_maywrite((uintptr_t)p, fd_w(mode));
 	m_raise(sl, vo);
 	/*
+	 * mmap mounts at once (a file that is not empty, rights that read):
+	 * an order-1 mapping of a larger morsel splits a leaf at 0 (mount.c).
+	 */
+	if (vo == 1 && sl->order >= 2 && sl->size && (prot & (PROT_READ | PROT_WRITE)))
+		huge_split(sl, 0);
+	/*
 	 * MAP_POPULATE has no effect on a morsel (docs/interface.md): the
 	 * kernel skips VM_PFNMAP mappings; the next STAT checks the count.
 	 */

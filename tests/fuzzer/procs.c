@@ -261,7 +261,7 @@ void op_child(int s)
 		struct mapent *m = &W.maps[i];
 
 		if (m->slot == s && !m->paged && m->vorder == 1 &&
-		    sl->order >= 2 && (m->prot & PROT_READ))
+		    sl->order >= 2 && (m->prot & (PROT_READ | PROT_WRITE)))
 			x_access(m, 0, 1, 0, NULL, "load before a child");
 	}
 	memset(c, 0, sizeof(*c));
