@@ -478,8 +478,14 @@ static int split_huge(struct morsel *m, mentry_t *slot, mentry_t e)
 	return 0;
 }
 
-/* Split a 2 MiB leaf that maps byte offset @off, if there is one. */
-static int split_at(struct morsel *m, u64 off)
+/**
+ * morsel_split - split the 2 MiB leaf at byte offset @off, if any
+ *
+ * For lowering the order below 2, and for a mapping of order 1 of a larger
+ * morsel (mount.c), which mounts the PTE table of offset 0.  Lock-free;
+ * the caller keeps the tree from shrinking.  Return: 0, -ENOMEM or -ENOSPC.
+ */
+int morsel_split(struct morsel *m, u64 off)
 {
 	mentry_t e = 0, *slot;
 
@@ -487,18 +493,6 @@ static int split_at(struct morsel *m, u64 off)
 		return 0;
 	slot = walk_to(m, off, 1, false, NULL, &e);
 	return slot && entry_huge(e) ? split_huge(m, slot, e) : 0;
-}
-
-/**
- * morsel_split - split the 2 MiB leaf at byte offset @off, if any
- *
- * For a mapping of order 1 of a larger morsel (mount.c), which mounts the
- * PTE table of offset 0.  Lock-free; the caller keeps the tree from
- * shrinking.  Return: 0, -ENOMEM or -ENOSPC.
- */
-int morsel_split(struct morsel *m, u64 off)
-{
-	return split_at(m, off);
 }
 
 /*
@@ -1348,7 +1342,7 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 	if (order < m->order) {
 		void *old[MORSEL_MAX_ORDER + 1] = { };
 		/* Below order 2 the first 2 MiB must be a PTE table (or none). */
-		int err = order < 2 ? split_at(m, 0) : 0;
+		int err = order < 2 ? morsel_split(m, 0) : 0;
 
 		if (err)
 			return err;
