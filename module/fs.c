@@ -203,7 +203,7 @@ static int morsel_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
 	morsel_set_fsflags(inode, fa->flags);
 	inode_set_ctime_current(inode);
 	if (sb_pm(inode->i_sb)) {
-		morsel_pm_set_word(inode, offsetof(struct mpm_inode, flags), fa->flags);
+		morsel_pm_set_flags(inode);
 		morsel_pm_sync_inode(inode);
 	}
 	return 0;
@@ -775,7 +775,7 @@ static const struct constant_table morsel_huge_names[] = {
 
 /*
  * size= and nr_inodes= always; huge= and mode=, uid=, gid= when not the
- * default.
+ * default.  A persistent instance: pmem= and huge=.
  */
 static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
@@ -784,6 +784,9 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 	if (sbi->pm) {
 		seq_puts(seq, ",pmem=");
 		seq_escape(seq, morsel_pm_path(root->d_sb), ", \t\n\\");
+		if (sbi->huge != MORSEL_HUGE_NEVER)
+			seq_printf(seq, ",huge=%s",
+				   morsel_huge_names[sbi->huge].name);
 		return 0;
 	}
 	seq_printf(seq, ",size=%luk", sbi->max_blocks << (PAGE_SHIFT - 10));
@@ -1021,14 +1024,11 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	return sb->s_root ? 0 : -ENOMEM;
 }
 
-/*
- * The checks of the options together, for mount and remount alike.  A
- * device has no 2 MiB pages for files yet (huge= other than never).
- */
+/* The checks of the options together, for mount and remount alike. */
 static bool pm_opts_bad(const struct morsel_opts *o)
 {
 	return o->has_blocks || o->has_inodes || o->has_mode || o->has_uid ||
-	       o->has_gid || (o->has_huge && o->huge != MORSEL_HUGE_NEVER);
+	       o->has_gid;
 }
 
 /*
@@ -1111,7 +1111,7 @@ static int morsel_get_tree(struct fs_context *fc)
 	 * make a later remount with the fstab line's options fail.
 	 */
 	if (o->pmem && pm_opts_bad(o))
-		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid=, gid= or huge=");
+		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	/*
 	 * The instance's morsel_sb goes to sget_fc, which makes it
 	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
@@ -1146,7 +1146,7 @@ static int morsel_reconfigure(struct fs_context *fc)
 	 * remount that set them in memory would be undone by the next mount.
 	 */
 	if (sbi->pm && pm_opts_bad(o))
-		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid=, gid= or huge=");
+		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");

@@ -160,8 +160,9 @@ static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
 }
 
 /*
- * The file's own huge-page mode (huge.c).  A device has no 2 MiB pages
- * for files: only never and inherit.
+ * The file's own huge-page mode (huge.c); a device keeps it in the
+ * record (pm_format.h, format 3).  A source without 2 MiB blocks (a
+ * device that is not 2 MiB aligned) takes only never and inherit.
  */
 static long ioc_set_huge(struct inode *inode, struct morsel *m,
 			 struct morsel_huge __user *arg)
@@ -178,6 +179,8 @@ static long ioc_set_huge(struct inode *inode, struct morsel *m,
 		return -EOPNOTSUPP;
 	inode_lock(inode);
 	WRITE_ONCE(m->huge, h.mode);
+	if (sb_pm(inode->i_sb))
+		morsel_pm_set_flags(inode);
 	inode_unlock(inode);
 	return 0;
 }

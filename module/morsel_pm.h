@@ -43,6 +43,7 @@ int morsel_pm_rename(struct inode *old_dir, struct dentry *old_dentry,
 int morsel_pm_symlink(struct inode *inode, const char *target, size_t len);
 void morsel_pm_set_size(struct inode *inode);
 void morsel_pm_set_word(struct inode *inode, size_t field, u64 val);
+void morsel_pm_set_flags(struct inode *inode);
 
 /* Extended attributes (fs.c), under the inode lock. */
 struct simple_xattrs;

@@ -112,6 +112,8 @@ static u64 pm_offset(struct morsel_pm *pm, const void *addr)
 	return (const u8 *)addr - pm->fs.dev;
 }
 
+static void pm_src_huge_ready(void *priv);
+
 /* ---- stores ---- */
 
 static void pm_persist(struct morsel_pm *pm, void *addr, size_t len)
@@ -919,6 +921,23 @@ void morsel_pm_set_size(struct inode *inode)
 	pm_set(pm, &pm_rec(pm, inode->i_ino)->size, i_size_read(inode));
 }
 
+/*
+ * The record's flags word: chattr's flags and, for a regular file, its own
+ * huge-page mode (format 3; 0 when it follows the instance).
+ */
+void morsel_pm_set_flags(struct inode *inode)
+{
+	struct morsel *m = S_ISREG(inode->i_mode) ? inode->i_private : NULL;
+	unsigned int huge = m ? READ_ONCE(m->huge) : MORSEL_HUGE_INHERIT;
+	u64 flags = MORSEL_I(inode)->fsflags;
+
+	if (huge != MORSEL_HUGE_INHERIT) {
+		pm_src_huge_ready(PM(inode->i_sb));
+		flags |= (u64)(huge + 1) << MPM_FL_HUGE_SHIFT;
+	}
+	morsel_pm_set_word(inode, MORSEL_PM_FIELD(flags), flags);
+}
+
 void morsel_pm_set_word(struct inode *inode, size_t field, u64 val)
 {
 	struct morsel_pm *pm = PM(inode->i_sb);
@@ -1155,6 +1174,57 @@ static int pm_src_page_failed(void *priv, struct page *page)
 	return morsel_pm_bad_page(priv, page);
 }
 
+/*
+ * 512 free pages on a 2 MiB boundary of the device, for a 2 MiB leaf
+ * (pm_format.h, format 3); the device is 2 MiB aligned (pm->src.huge).
+ * The first @held stand for pages a reservation holds: those are given
+ * back once the run is taken, so what is in use stays what 512 4 KiB
+ * pages would use.  NULL when no such run is free: the caller falls back.
+ */
+static struct page *pm_src_huge_alloc(void *priv, unsigned int held)
+{
+	struct morsel_pm *pm = priv;
+	unsigned long *map = (unsigned long *)pm->fs.used;
+	u64 n = pm->fs.nr_pages, p, q = 1;
+	bool reaped = false;
+
+	spin_lock_bh(&pm->alloc_lock);
+again:
+	for (p = MPM_HUGE_PAGES; p + MPM_HUGE_PAGES <= n; p += MPM_HUGE_PAGES)
+		if (find_next_bit(map, p + MPM_HUGE_PAGES, p) >= p + MPM_HUGE_PAGES)
+			break;
+	if (p + MPM_HUGE_PAGES > n && !reaped && !list_empty(&pm->busy)) {
+		pm_reap_busy(pm);
+		reaped = true;
+		goto again;
+	}
+	if (p + MPM_HUGE_PAGES > n) {
+		spin_unlock_bh(&pm->alloc_lock);
+		return NULL;
+	}
+	bitmap_set(map, p, MPM_HUGE_PAGES);
+	while (pm->held && held--) {
+		q = find_next_bit(pm->held, n, q);
+		if (q >= n)
+			break;
+		__clear_bit(q, pm->held);
+		__clear_bit(q, map);
+	}
+	spin_unlock_bh(&pm->alloc_lock);
+	pm_write(pm, pm_addr(pm, p), NULL, MPM_HUGE_SIZE);
+	return virt_to_page(pm_addr(pm, p));
+}
+
+/* Format 3 says a tree may hold 2 MiB leaves: before the first one. */
+static void pm_src_huge_ready(void *priv)
+{
+	struct morsel_pm *pm = priv;
+	struct mpm_super *super = mpm_super(&pm->fs);
+
+	if (READ_ONCE(super->version) < 3)
+		morsel_pm_store(pm, &super->version, 3);
+}
+
 static const struct morsel_source_ops pm_source_ops = {
 	.table_alloc = pm_src_table_alloc,
 	.table_free = pm_src_table_free,
@@ -1163,6 +1233,8 @@ static const struct morsel_source_ops pm_source_ops = {
 	.pages_alloc = pm_src_pages_alloc,
 	.page_free = pm_src_page_free,
 	.page_failed = pm_src_page_failed,
+	.huge_alloc = pm_src_huge_alloc,
+	.huge_ready = pm_src_huge_ready,
 	.hold = pm_src_hold,
 	.unhold = pm_src_unhold,
 	.wrote = pm_src_wrote,
@@ -1273,9 +1345,14 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 		pr_err("morselfs: %s holds no morselfs (morsel mkfs formats it)\n", path);
 	if (err)
 		goto fail;
-	if (pm->fs.st.too_high && pm->fs.st.too_high == pm->fs.st.errors) {
-		pr_err("morselfs: %s: %llu files need 5-level paging\n",
-		       path, pm->fs.st.too_high);
+	if ((pm->fs.st.too_high || pm->fs.st.unaligned) &&
+	    pm->fs.st.too_high + pm->fs.st.unaligned == pm->fs.st.errors) {
+		if (pm->fs.st.too_high)
+			pr_err("morselfs: %s: %llu files need 5-level paging\n",
+			       path, pm->fs.st.too_high);
+		if (pm->fs.st.unaligned)
+			pr_err("morselfs: %s: %llu 2 MiB leaves need the device on a 2 MiB boundary, not at %#llx\n",
+			       path, pm->fs.st.unaligned, pm->fs.phys);
 		err = -EOPNOTSUPP;
 		goto fail;
 	}
@@ -1299,6 +1376,8 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	mutex_unlock(&pm_leftover_lock);
 	pm->hint = 1;
 	pm->ino_hint = MPM_ROOT_INO + 1;
+	/* A leaf's address must be 2 MiB aligned for the MMU. */
+	pm->src.huge = IS_ALIGNED(pm->fs.phys, PMD_SIZE);
 	atomic64_set(&pm->nr_inodes, pm->fs.st.inodes);
 	sbi->pm = pm;
 	sbi->src = &pm->src;
@@ -1355,7 +1434,9 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	if (S_ISREG(inode->i_mode)) {
 		struct morsel *m = inode->i_private;
 		int order = morsel_order_for_size(rec->size);
+		u64 huge = (rec->flags & MPM_FL_HUGE_MASK) >> MPM_FL_HUGE_SHIFT;
 
+		m->huge = huge ? huge - 1 : MORSEL_HUGE_INHERIT;
 		m->rootp = &rec->root;
 		m->min_order = rec->min_order;
 		m->bound = rec->bound;

@@ -9,8 +9,9 @@
  * 1. Every tree, in a fixed order: the bad-page tree (format 2), the inode
  *    table (pre-order, entries in index order) and, after each of its
  *    record pages, the tree of every allocated inode on that page.  Marks
- *    each reachable page in @used and reports pages reached twice, entries
- *    outside the device and entries with foreign bits.  The fixed order is
+ *    each reachable page in @used (a 2 MiB leaf of format 3: its 512) and
+ *    reports pages reached twice, entries outside the device and entries
+ *    with foreign bits.  The fixed order is
  *    what makes a relocation restartable: the walk index of an entry says
  *    whether it was rewritten.
  * 2. The directories, breadth first from the root: validates every live
@@ -19,8 +20,11 @@
  *    the contents of unreachable directories) and looks for duplicate names.
  * 3. Recovery: finishes renames (clears the killed entries, then the
  *    rename words), reclaims orphans (root, then mode), finishes punches and
- *    frees pages past EOF.  Each step is idempotent, so a crash during
- *    recovery is recovered by the next walk.  Without @repair it only counts.
+ *    frees pages past EOF.  A 2 MiB leaf such a range covers in part is
+ *    split first, as the module splits it: a PTE table over its pages,
+ *    taken from the pages nothing reaches, published with one store.
+ *    Each step is idempotent, so a crash during recovery is recovered by
+ *    the next walk.  Without @repair it only counts.
  *
  * Damage (an error) ends the walk after the pass that found it: passes 2
  * and 3 follow only entries pass 1 accepted (and only to pages of the kind
@@ -230,12 +234,72 @@ static void unmark(struct mpm_fs *fs, __u64 page)
 }
 
 /*
- * Flags an entry at @level may carry besides its address, A and D.
- * Format 1 has no huge leaves: MPM_E_HUGE is a foreign bit everywhere.
+ * Flags an entry at @level may carry besides its address, A and D.  A
+ * 2 MiB leaf (huge_leaf()) is checked apart.
  */
 static bool entry_flags_ok(__u64 f, int level)
 {
 	return f == (level ? MPM_E_TABLE : MPM_E_LEAF);
+}
+
+/*
+ * Format 3: is @v (a non-zero entry, not a root word) a 2 MiB leaf where
+ * one may be, a level-1 entry of a regular file?  Elsewhere MPM_E_HUGE is
+ * a foreign bit.
+ */
+static bool huge_leaf(struct mpm_fs *fs, __u64 v, int level, __u64 ino, __u64 keep)
+{
+	return level == 1 && ino && !keep && fs->is_reg &&
+	       mpm_super(fs)->version >= 3 &&
+	       (v & ~MPM_E_ADDR & ~MPM_E_AD) == MPM_E_HUGE_LEAF;
+}
+
+static bool is_used(struct mpm_fs *fs, __u64 page)
+{
+	return fs->used[page / 64] & (1ULL << (page % 64));
+}
+
+/*
+ * The 512 data pages of the 2 MiB leaf *@slot from device page @page.
+ * Its pages must be a run on a 2 MiB boundary of the device, none reached
+ * before; the device's physical address (where the entries will point)
+ * must be 2 MiB aligned too, or the MMU would read the address's low bits
+ * as PAT and reserved bits: not damage, but a device this address cannot
+ * mount (counted in @unaligned; fsck leaves it).
+ */
+static __u64 walk_huge(struct mpm_fs *fs, __u64 *slot, __u64 page, __u64 pgoff,
+		       __u64 ino)
+{
+	struct mpm_super *sb = mpm_super(fs);
+	__u64 target = fs->phys ? fs->phys : sb->reloc_base ? sb->reloc_base : sb->base;
+	__u64 i;
+
+	if (page % MPM_HUGE_PAGES || page + MPM_HUGE_PAGES > fs->nr_pages) {
+		damaged(fs, slot, 0, "inode %llu: 2 MiB leaf at %llu: device page %llu unaligned",
+			(unsigned long long)ino, (unsigned long long)pgoff,
+			(unsigned long long)page);
+		return 0;
+	}
+	for (i = 0; i < MPM_HUGE_PAGES; i++) {
+		if (is_used(fs, page + i)) {
+			damaged(fs, slot, 0, "page %llu (2 MiB leaf, inode %llu) is reached twice",
+				(unsigned long long)(page + i), (unsigned long long)ino);
+			return 0;
+		}
+	}
+	if (target % MPM_HUGE_SIZE) {
+		fs->st.unaligned++;
+		damaged(fs, NULL, 0, "inode %llu: 2 MiB leaf at %llu: device at %#llx unaligned",
+			(unsigned long long)ino, (unsigned long long)pgoff,
+			(unsigned long long)target);
+	}
+	for (i = 0; i < MPM_HUGE_PAGES; i++)
+		mark(fs, page + i, ino, 0, slot);
+	fs->st.data_pages += MPM_HUGE_PAGES;
+	fs->st.huge_leaves++;
+	if (pgoff == fs->leading)
+		fs->leading += MPM_HUGE_PAGES;
+	return page;
 }
 
 static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first);
@@ -250,6 +314,7 @@ static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
 			__u64 pgoff, __u64 ino, __u64 keep)
 {
 	__u64 v = mpm_load(slot), page, i;
+	bool huge;
 
 	if (!v)
 		return 0;
@@ -266,7 +331,8 @@ static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
 	}
 	page = resolve(fs, slot, keep);
 	v = mpm_load(slot) & ~keep;
-	if (!entry_flags_ok(v & ~MPM_E_ADDR & ~MPM_E_AD, level)) {
+	huge = huge_leaf(fs, v, level, ino, keep);
+	if (!huge && !entry_flags_ok(v & ~MPM_E_ADDR & ~MPM_E_AD, level)) {
 		damaged(fs, slot, 0, "inode %llu: %s entry %#llx at page %llu: foreign bits",
 			(unsigned long long)ino, level_name[level],
 			(unsigned long long)v, (unsigned long long)pgoff);
@@ -278,6 +344,8 @@ static __u64 walk_entry(struct mpm_fs *fs, __u64 *slot, int level,
 			(unsigned long long)v, (unsigned long long)pgoff);
 		return 0;
 	}
+	if (huge)
+		return walk_huge(fs, slot, page, pgoff, ino);
 	if (fs->in_bad && !level && page != pgoff) {
 		damaged(fs, slot, 0, "the bad-page tree lists page %llu at %llu",
 			(unsigned long long)page, (unsigned long long)pgoff);
@@ -441,13 +509,18 @@ static void walk_xattrs(struct mpm_fs *fs, struct mpm_inode *in, __u64 ino)
  * is damaged, or NULL; *@word and *@val: the store that repairs it, if
  * one word is wrong (*@word NULL: the record is freed).
  */
-static const char *inode_damage(struct mpm_inode *in, __u64 data, __u64 **word, __u64 *val)
+static const char *inode_damage(struct mpm_inode *in, __u64 version, __u64 data,
+				__u64 **word, __u64 *val)
 {
-	__u64 root = mpm_load(&in->root), size = in->size;
+	__u64 root = mpm_load(&in->root), size = in->size, known = MPM_FLAGS_KNOWN;
 	unsigned int order = mpm_root_order(root);
 	__u64 extent = mpm_span_pages(root ? order : MPM_MAX_ORDER) * MPM_PAGE_SIZE;
 
-	if (in->flags & ~MPM_FLAGS_KNOWN) {
+	/* Format 3: a regular file's huge-page mode. */
+	if (version >= 3 && (in->mode & S_IFMT) == S_IFREG &&
+	    (in->flags & MPM_FL_HUGE_MASK) >> MPM_FL_HUGE_SHIFT <= MPM_FL_HUGE_MAX)
+		known |= MPM_FL_HUGE_MASK;
+	if (in->flags & ~known) {
 		*word = &in->flags;
 		*val = in->flags & MPM_FLAGS_KNOWN;
 		return "has unknown attribute flags";
@@ -555,7 +628,7 @@ static void walk_records(struct mpm_fs *fs, struct mpm_inode *rec, __u64 first)
 		walk_entry(fs, &in->root, order, 0, ino, MPM_ROOT_ORDER_MASK);
 		data = fs->leading;
 		walk_xattrs(fs, in, ino);
-		why = inode_damage(in, data, &word, &val);
+		why = inode_damage(in, mpm_super(fs)->version, data, &word, &val);
 		if (!why)
 			continue;
 		if (word) {
@@ -593,6 +666,10 @@ void *mpm_tree_page(struct mpm_fs *fs, __u64 root, __u64 pgoff)
 		return NULL;
 	for (;;) {
 		page = entry_page(fs, e, fs->base);
+		if (page && level == 1 && (e & MPM_E_HUGE)) {	/* a 2 MiB leaf */
+			page += pgoff;
+			level = 0;
+		}
 		if (!page || (fs->kind && (fs->kind[page] & MPM_K_LEVEL) != level + 1))
 			return NULL;
 		if (level == 0)
@@ -853,6 +930,91 @@ static int collect_dead(struct mpm_fs *fs, struct vec *queue, __u64 *seen)
 /* --- pass 3: recovery ------------------------------------------------- */
 
 /*
+ * A free page for a table that recovery makes (split_huge()), marked as a
+ * PTE table; 0 if none is free.  Pages pass 1 found unreachable are free,
+ * and so are the ones recovery has dropped so far (their entries cleared).
+ */
+static __u64 take_free_page(struct mpm_fs *fs)
+{
+	__u64 p;
+
+	for (p = 1; p < fs->nr_pages; p++) {
+		if (!is_used(fs, p)) {
+			fs->used[p / 64] |= 1ULL << (p % 64);
+			fs->kind[p] = 2;	/* a PTE table */
+			fs->st.table_pages++;
+			return p;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Split the 2 MiB leaf *@slot of device page @page, as the module does
+ * before a punch, a truncation or an eviction takes part of it: a zeroed
+ * free page gets 512 leaves for the same pages, then one store puts it in
+ * the leaf's place.  A crash before that store leaves the new table
+ * unreachable, so free.  Return: false, leaving the leaf, when counting
+ * only or when no page is free.
+ */
+static bool split_huge(struct mpm_fs *fs, __u64 *slot, __u64 page)
+{
+	__u64 v = mpm_load(slot), t, *tab, i;
+
+	if (!fs->repair)
+		return false;
+	t = take_free_page(fs);
+	if (!t)
+		return false;
+	tab = page_at(fs, t);
+	mpm_zero(fs, tab, MPM_PAGE_SIZE);
+	fs->st.stores++;
+	for (i = 0; i < MPM_HUGE_PAGES; i++)
+		store(fs, &tab[i], MPM_E_LEAF | (v & MPM_E_AD) |
+		      (fs->base + (page + i) * MPM_PAGE_SIZE));
+	store(fs, slot, MPM_E_TABLE | MPM_E_AD | (fs->base + t * MPM_PAGE_SIZE));
+	fs->st.splits++;
+	return true;
+}
+
+static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
+		       __u64 from, __u64 to, __u64 keep);
+
+/*
+ * drop_range() for the 2 MiB leaf *@slot (device page @page): all of it
+ * goes with one store; part of it, after a split (the rest stays).  When
+ * only counting, or with no page free for the table, the part's pages
+ * count as leaked and, repairing, are zeroed where they are: they read as
+ * the hole they should be, and the leaf stays.
+ */
+static void drop_huge(struct mpm_fs *fs, __u64 *slot, __u64 page, __u64 pgoff,
+		      __u64 from, __u64 to)
+{
+	__u64 lo = from > pgoff ? from - pgoff : 0;
+	__u64 hi = to < pgoff + MPM_HUGE_PAGES ? to - pgoff : MPM_HUGE_PAGES, i;
+
+	if (!lo && hi == MPM_HUGE_PAGES) {
+		if (fs->repair)
+			store(fs, slot, 0);
+		for (i = 0; i < MPM_HUGE_PAGES; i++)
+			unmark(fs, page + i);
+		return;
+	}
+	if (split_huge(fs, slot, page)) {
+		drop_range(fs, slot, 1, pgoff, from, to, 0);
+		return;
+	}
+	for (i = lo; i < hi; i++) {
+		if (!fs->repair) {
+			unmark(fs, page + i);
+			continue;
+		}
+		mpm_zero(fs, page_at(fs, page + i), MPM_PAGE_SIZE);
+		fs->st.stores++;
+	}
+}
+
+/*
  * Visit the data pages at page offsets [@from, @to) of the subtree under
  * *@slot (a level-@level entry at page offset @pgoff): count them as
  * leaked and, repairing, clear their entries and unmark them.
@@ -875,6 +1037,10 @@ static void drop_range(struct mpm_fs *fs, __u64 *slot, int level, __u64 pgoff,
 	page = entry_page(fs, v, fs->base);
 	if (!page)
 		return;
+	if (level == 1 && (v & MPM_E_HUGE)) {
+		drop_huge(fs, slot, page, pgoff, from, to);
+		return;
+	}
 	if (level == 0) {
 		if (fs->repair)
 			store(fs, slot, 0);
@@ -892,6 +1058,11 @@ static void unmark_tree(struct mpm_fs *fs, __u64 e, int level)
 
 	if (!e || !page)
 		return;
+	if (level == 1 && (e & MPM_E_HUGE)) {	/* a 2 MiB leaf */
+		for (i = 0; i < MPM_HUGE_PAGES; i++)
+			unmark(fs, page + i);
+		return;
+	}
 	unmark(fs, page);
 	if (level == 0)
 		return;
@@ -943,6 +1114,14 @@ static void fit_order(struct mpm_fs *fs, struct mpm_inode *in)
 		if (!page)
 			return;
 		t = page_at(fs, page);
+		/*
+		 * Order 1 has no place for a 2 MiB leaf at offset 0: it is
+		 * split first, as the module splits it; with no page free
+		 * for the table the tree keeps its order.
+		 */
+		if (order == 2 && (mpm_load(&t[0]) & MPM_E_HUGE) && fs->repair &&
+		    !split_huge(fs, &t[0], entry_page(fs, mpm_load(&t[0]), fs->base)))
+			return;
 		for (i = 1; i < MPM_ENTRIES; i++)
 			unmark_tree(fs, mpm_load(&t[i]), order - 1);
 		unmark(fs, page);

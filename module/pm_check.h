@@ -23,6 +23,7 @@ struct mpm_stats {
 	__u64 used_pages;	/* all reachable pages, the super block too */
 	__u64 bad_pages;	/* failed pages in the bad-page tree (format 2) */
 	__u64 poisoned;		/* regular files' leaves of failed pages */
+	__u64 huge_leaves;	/* 2 MiB leaves (format 3), in data_pages too */
 	/* States a crash leaves, which recovery finishes (leaks until then). */
 	__u64 renames;		/* unfinished renames */
 	__u64 punches;		/* unfinished punches */
@@ -31,12 +32,14 @@ struct mpm_stats {
 	__u64 relocated;	/* entries rewritten for a new base */
 	__u64 lowered;		/* trees lowered to the order they need */
 	__u64 poisonings;	/* failed pages' leaves marked or cleared */
+	__u64 splits;		/* 2 MiB leaves split for a punch or EOF */
 	/*
 	 * Violated invariants (damage): a mount refuses the device, unchanged;
 	 * only `morsel fsck -y` (@fix) removes them.
 	 */
 	__u64 errors;
 	__u64 too_high;		/* of the errors: orders above @max_order */
+	__u64 unaligned;	/* ... 2 MiB leaves on a device not 2 MiB aligned */
 	__u64 fixed;		/* damaged words @fix cleared or corrected */
 	/* Stores recovery made. */
 	__u64 stores;
@@ -147,7 +150,8 @@ static inline const void *mpm_xattr_value(const struct mpm_xattr *x)
 static inline bool mpm_needs_recovery(const struct mpm_stats *st)
 {
 	return st->renames || st->punches || st->orphans || st->leaked_pages ||
-	       st->relocated || st->lowered || st->fixed || st->poisonings;
+	       st->relocated || st->lowered || st->fixed || st->poisonings ||
+	       st->splits;
 }
 
 static inline struct mpm_super *mpm_super(struct mpm_fs *fs)

@@ -27,7 +27,7 @@
 #include <linux/types.h>
 
 #define MPM_MAGIC		0x4d504c4553524f4dULL	/* "MORSELPM" */
-#define MPM_VERSION		2	/* 1: without bad pages; both mount */
+#define MPM_VERSION		3	/* 1: no bad pages, 2: no 2 MiB leaves */
 #define MPM_PAGE_SIZE		4096
 #define MPM_ENTRIES		512	/* entries per table */
 #define MPM_MAX_ORDER		4
@@ -42,7 +42,7 @@
 #define MPM_E_USER		_BITULL(2)
 #define MPM_E_ACCESSED		_BITULL(5)
 #define MPM_E_DIRTY		_BITULL(6)
-#define MPM_E_HUGE		_BITULL(7)	/* PS: not in format 1 (damage) */
+#define MPM_E_HUGE		_BITULL(7)	/* PS: a 2 MiB leaf (format 3) */
 #define MPM_E_SPECIAL		_BITULL(9)	/* Linux's _PAGE_SPECIAL */
 #define MPM_E_NX		_BITULL(63)
 #define MPM_E_ADDR		0x000ffffffffff000ULL
@@ -57,6 +57,18 @@
 /* What the module writes, without A and D. */
 #define MPM_E_TABLE		(MPM_E_PRESENT | MPM_E_RW | MPM_E_USER)
 #define MPM_E_LEAF		(MPM_E_PRESENT | MPM_E_RW | MPM_E_USER | MPM_E_SPECIAL)
+/*
+ * Format 3: a 2 MiB leaf, in a PTE table's place (an entry of a level-1
+ * table, which the MMU reads as a PMD entry) of a regular file's tree.  It
+ * maps MPM_HUGE_PAGES device pages from a page number that is a multiple
+ * of MPM_HUGE_PAGES, and the device's physical address must be 2 MiB
+ * aligned (a mount refuses the device elsewhere: EOPNOTSUPP).  Each of
+ * its pages is an ordinary data page otherwise; splitting it is one store
+ * of a PTE table over the same pages.
+ */
+#define MPM_E_HUGE_LEAF		(MPM_E_LEAF | MPM_E_HUGE)
+#define MPM_HUGE_PAGES		512ULL
+#define MPM_HUGE_SIZE		(MPM_HUGE_PAGES * MPM_PAGE_SIZE)
 
 /*
  * A morsel's root word (struct mpm_inode.root, struct mpm_super.itable) is
@@ -189,6 +201,14 @@ static inline __u64 mpm_resv_end(__u64 resv)
 #define MPM_FL_NOATIME		0x80ULL
 #define MPM_FLAGS_KNOWN		(MPM_FL_IMMUTABLE | MPM_FL_APPEND | \
 				 MPM_FL_NODUMP | MPM_FL_NOATIME)
+/*
+ * Format 3: a regular file's own huge-page mode (MORSEL_IOC_SET_HUGE) in
+ * bits 32-34 of @flags: 0 follows the instance's huge= (every older
+ * device), else MORSEL_HUGE_NEVER..MORSEL_HUGE_ADVISE plus one.
+ */
+#define MPM_FL_HUGE_SHIFT	32
+#define MPM_FL_HUGE_MASK	(7ULL << MPM_FL_HUGE_SHIFT)
+#define MPM_FL_HUGE_MAX		4ULL	/* MORSEL_HUGE_ADVISE + 1 */
 
 /*
  * Extended attributes: an inode's @xattr is 0 or a leaf entry (as for a

@@ -75,7 +75,7 @@ static unsigned int ram_pages_alloc(void *priv, unsigned int nr,
  * default ("madvise") does for faults that did not ask for it: the caller
  * falls back to 4 KiB pages and counts that.
  */
-static struct page *ram_huge_alloc(void *priv, bool held)
+static struct page *ram_huge_alloc(void *priv, unsigned int held)
 {
 	struct page *page = alloc_pages(DATA_GFP | __GFP_NORETRY | __GFP_NOWARN,
 					PMD_SHIFT - PAGE_SHIFT);
@@ -103,6 +103,7 @@ static const struct morsel_source_ops ram_ops = {
 const struct morsel_source morsel_ram_source = {
 	.ops = &ram_ops,
 	.full_errno = -ENOMEM,
+	.huge = true,
 };
 
 void morsel_batch_init(const struct morsel_source *s, struct morsel_batch *b)

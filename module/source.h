@@ -29,7 +29,11 @@
  *                aligned, each a page of its own (own reference count and
  *                charge, freed one by one with @page_free), for one 2 MiB
  *                leaf; the first, or NULL when none is free (the caller
- *                falls back to 4 KiB pages).  NULL: the medium has none.
+ *                falls back to 4 KiB pages).  @held of them stand for
+ *                pages @hold held, which the medium gives back instead.
+ *                Only called when the source's @huge is set.
+ * @huge_ready:   the medium is about to hold its first 2 MiB leaf (a
+ *                device's format says it may).  NULL: nothing to do.
  * @page_free:    a data page whose leaf is gone and flushed (or was never
  *                published); a GUP pin may still hold it.
  * @page_failed:  a data page failed and is taken out of its file: record
@@ -50,7 +54,8 @@ struct morsel_source_ops {
 	struct page *(*page_alloc)(void *priv, bool held);
 	unsigned int (*pages_alloc)(void *priv, unsigned int nr,
 				    unsigned int held, struct page **pages);
-	struct page *(*huge_alloc)(void *priv, bool held);
+	struct page *(*huge_alloc)(void *priv, unsigned int held);
+	void (*huge_ready)(void *priv);
 	void (*page_free)(void *priv, struct page *page);
 	int (*page_failed)(void *priv, struct page *page);
 	int (*hold)(void *priv, unsigned long nr);
@@ -73,6 +78,8 @@ struct morsel_source_ops {
  *                the medium keeps the order in the root word (pm_format.h).
  * @keeps_failed: a failed page stays allocated for good (a device's
  *                bad-page tree); otherwise it is freed once unpinned.
+ * @huge:         the medium gives 2 MiB blocks (@huge_alloc): RAM, and a
+ *                device whose physical address is 2 MiB aligned.
  */
 struct morsel_source {
 	const struct morsel_source_ops *ops;
@@ -81,6 +88,7 @@ struct morsel_source {
 	unsigned int batch;
 	bool root_table;
 	bool keeps_failed;
+	bool huge;
 };
 
 /* RAM: the page allocator, charged to the allocating task's memcg. */
@@ -121,13 +129,20 @@ static inline unsigned int src_pages_alloc(const struct morsel_source *s,
 /* Whether the medium can give 2 MiB blocks at all. */
 static inline bool src_has_huge(const struct morsel_source *s)
 {
-	return s->ops->huge_alloc;
+	return s->huge;
 }
 
 static inline struct page *src_huge_alloc(const struct morsel_source *s,
-					  bool held)
+					  unsigned int held)
 {
 	return s->ops->huge_alloc(s->priv, held);
+}
+
+/* Before a 2 MiB leaf is stored into a tree of the medium. */
+static inline void src_huge_ready(const struct morsel_source *s)
+{
+	if (s->ops->huge_ready)
+		s->ops->huge_ready(s->priv);
 }
 
 static inline void src_page_free(const struct morsel_source *s,

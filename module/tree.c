@@ -535,6 +535,7 @@ static struct page *populate_huge(struct morsel *m, u64 off)
 	}
 	for (i = 0; i < HUGE_NR; i++)
 		page_owned(m, page + i, base + ((u64)i << PAGE_SHIFT));
+	src_huge_ready(m->src);
 	publish(m, slot, huge_entry(page), &lost);
 	if (lost) {
 		huge_release(m, page);
@@ -1168,17 +1169,19 @@ static int collapse_table(struct morsel *m, mentry_t *slot, mentry_t e,
 				return -EAGAIN;
 		if (!morsel_charge(m, HUGE_NR))
 			return -ENOSPC;
-		first = src_huge_alloc(m->src, false);
+		first = src_huge_alloc(m->src, 0);
 		if (!first) {
 			morsel_uncharge(m, HUGE_NR);
-			return -ENOMEM;
+			return m->src->full_errno;
 		}
 		for (i = 0; i < HUGE_NR; i++) {
 			copy_highpage(first + i, entry_page(t[i]));
+			src_wrote(m->src, page_address(first + i), PAGE_SIZE);
 			page_owned(m, first + i, base + ((u64)i << PAGE_SHIFT));
 		}
 		pages_added(m, HUGE_NR);
 	}
+	src_huge_ready(m->src);
 	tstore(m, slot, huge_entry(first));
 	for (i = 0; i < HUGE_NR; i++) {
 		page = entry_page(t[i]);
@@ -1464,6 +1467,14 @@ static int adopt(struct morsel *m, mentry_t e, int level, u64 off)
 		}
 		return 0;
 	}
+	if (level == 1 && entry_huge(e)) {	/* format 3 (pm_format.h) */
+		for (i = 0; i < HUGE_NR; i++)
+			page_owned(m, entry_page(e) + i,
+				   off + ((u64)i << PAGE_SHIFT));
+		pages_added(m, HUGE_NR);
+		huge_added(m, 1);
+		return 0;
+	}
 	t = entry_va(e);
 	pt = virt_to_ptdesc(t);
 	if (!table_ctor(pt, level))
@@ -1503,6 +1514,11 @@ static void disown(struct morsel *m, mentry_t e, int level)
 			page_disowned(m, entry_page(e));
 		return;
 	}
+	if (level == 1 && entry_huge(e)) {
+		for (i = 0; i < HUGE_NR; i++)
+			page_disowned(m, entry_page(e) + i);
+		return;
+	}
 	t = entry_va(e);
 	for (i = 0; i < PTRS_PER_PTE; i++)
 		disown(m, READ_ONCE(t[i]), level - 1);
@@ -1527,6 +1543,7 @@ void morsel_forget(struct morsel *m)
 	disown(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order);
 
 	atomic_long_sub(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
+	atomic_long_sub(atomic_long_read(&m->nr_huge), &morsel_stat_huge);
 	for (level = 0; level < MORSEL_TABLE_LEVELS; level++)
 		atomic_long_sub(atomic_long_read(&m->nr_tables[level]),
 				&morsel_stat_tables);

@@ -191,7 +191,7 @@ void pm_print_stats(FILE *f, const char *name, struct mpm_fs *fs)
 	struct mpm_stats *st = &fs->st;
 
 	fprintf(f, "%s: %llu inodes, %llu directories, %llu names; %llu of %llu pages used "
-		"(inode table %llu, tables %llu, data %llu); %llu errors, %llu fixed; "
+		"(inode table %llu, tables %llu, data %llu, %llu 2 MiB leaves); %llu errors, %llu fixed; "
 		"leaked %llu pages (%llu orphans, %llu renames, %llu punches unfinished, "
 		"%llu trees above their order); %llu failed pages (%llu marks in files, "
 		"%llu unfinished)%s\n",
@@ -199,7 +199,7 @@ void pm_print_stats(FILE *f, const char *name, struct mpm_fs *fs)
 		(unsigned long long)st->names, (unsigned long long)st->used_pages,
 		(unsigned long long)fs->nr_pages, (unsigned long long)st->itable_pages,
 		(unsigned long long)st->table_pages, (unsigned long long)st->data_pages,
-		(unsigned long long)st->errors, (unsigned long long)st->fixed,
+		(unsigned long long)st->huge_leaves, (unsigned long long)st->errors, (unsigned long long)st->fixed,
 		(unsigned long long)st->leaked_pages,
 		(unsigned long long)st->orphans, (unsigned long long)st->renames,
 		(unsigned long long)st->punches, (unsigned long long)st->lowered,
