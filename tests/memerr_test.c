@@ -684,6 +684,53 @@ TEST_F(pm, a_file_page_fails_and_stays_failed)
 	EXPECT_EQ(0, never_again(pfn, "1 failed pages (0 marks in files, 0 unfinished)"));
 }
 
+/*
+ * A page of a 2 MiB leaf on the device fails: the leaf splits (a PTE
+ * table from the device), the page alone is listed and marked, its 511
+ * neighbours keep their bytes; the device remembers the mark and the
+ * other leaf (fsck counts it), and a remount reads the same.
+ */
+TEST_F(pm, a_page_of_a_device_leaf_fails)
+{
+	unsigned int npages = 1024, k = 600;
+	struct morsel_huge h = { .mode = MORSEL_HUGE_ALWAYS };
+	struct morsel_stat st;
+	int fd = open(p("h"), O_RDWR | O_CREAT, 0644);
+	uint64_t pfn, pfn0;
+	char *map;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, (off_t)npages * PG));
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
+	ASSERT_EQ(0, fill(fd, npages));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	ASSERT_EQ(2, st.huge);
+	map = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	pfn = pfn_any(map + k * PG);
+	pfn0 = pfn_any(map + 512 * PG);
+	ASSERT_EQ(pfn0 + (k - 512), pfn);	/* one run of the device */
+	ASSERT_EQ(0, madvise(map + k * PG, PG, MADV_HWPOISON));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(1, st.huge);
+	EXPECT_EQ(npages - 1, st.pages);
+	EXPECT_EQ(0, view_ok(map, npages, k));
+	EXPECT_EQ(0, io_ok(fd, npages, k));
+	munmap(map, npages * PG);
+	close(fd);
+
+	ASSERT_EQ(0, umount(DIR));
+	EXPECT_EQ(0, fsck_says("1 failed pages (1 marks in files, 0 unfinished)"));
+	EXPECT_EQ(0, fsck_says(" 1 2 MiB leaves)"));
+	ASSERT_EQ(0, do_mount());
+	fd = open(p("h"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	EXPECT_EQ(1, st.huge);
+	EXPECT_EQ(0, io_ok(fd, npages, k));
+	close(fd);
+}
+
 /* A free page fails (the injector, by pfn): it is never handed out. */
 TEST_F(pm, a_free_page_fails)
 {

@@ -32,7 +32,8 @@
  *     leaks nothing and is idempotent), dump it, and the dump must be
  *     S_{i-1} or S_i, where op i made record k, or S_i with the
  *     reservations of S_{i-1} (a shrinking truncate cuts a reservation
- *     after it stores the size: with_old_resv()).
+ *     after it stores the size: with_old_resv()), or S_{i-1} with
+ *     2 MiB leaves split (a split changes no byte: without_huge()).
  * The fixture `move` does the same for a mount that relocates every entry
  * (the device moved to another physical address, made offline by the
  * user-space walk): every prefix of its stores, recovered for the real
@@ -388,6 +389,74 @@ static int setup_f_a_and_d(void)
 
 static int setup_f_3_holes(void) { return put("f", 0, 0) ?: truncate(P("f"), 3 * PG); }
 
+/* ---- 2 MiB leaves (format 3) ---- */
+
+static int huge_mode(const char *name, __u64 mode)
+{
+	struct morsel_huge h = { .mode = mode };
+	int fd = open(P(name), O_RDWR | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	err = ioctl(fd, MORSEL_IOC_SET_HUGE, &h);
+	close(fd);
+	return err;
+}
+
+/*
+ * @name: 4 MiB (order 2) of pattern bytes, written with the file's mode
+ * @mode: two 2 MiB leaves (always), or 1024 4 KiB pages (never).
+ */
+static int put_4m(const char *name, __u64 mode, int seed)
+{
+	int fd;
+
+	if (put(name, 0, 0) || truncate(P(name), 4 * MiB) || huge_mode(name, mode))
+		return -1;
+	fd = open(P(name), O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (pwrite_pattern(fd, 0, 4 * MiB, seed, false)) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int setup_f_2_leaves(void) { return put_4m("f", MORSEL_HUGE_ALWAYS, 30); }
+static int setup_f_1024_pages(void) { return put_4m("f", MORSEL_HUGE_NEVER, 31); }
+static int setup_f_4m_holes(void) { return put("f", 0, 0) ?: truncate(P("f"), 4 * MiB); }
+static int setup_f_4m_holes_always(void)
+{
+	return setup_f_4m_holes() ?: huge_mode("f", MORSEL_HUGE_ALWAYS);
+}
+
+static int op_huge_mode_f_always(void) { return huge_mode("f", MORSEL_HUGE_ALWAYS); }
+/* A hole becomes a 2 MiB leaf of zeros: its run zeroed, then one store. */
+static int op_populate_f_2m_leaf(void)
+{
+	struct morsel_range r = { .offset = 2 * MiB, .length = 2 * MiB,
+				  .flags = MORSEL_POPULATE_HUGE };
+
+	return f_ioctl(MORSEL_IOC_POPULATE, &r);
+}
+static int op_punch_f_inside_leaf(void)
+{
+	return f_fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 16 * PG, 8 * PG);
+}
+static int op_punch_f_whole_leaf(void)
+{
+	return f_fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 2 * MiB, 2 * MiB);
+}
+static int op_truncate_f_3m_5k(void) { return truncate(P("f"), 3 * MiB + 5 * KiB); }
+static int op_truncate_f_2m(void) { return truncate(P("f"), 2 * MiB); }
+static int op_collapse_f_first_2m(void)
+{
+	struct morsel_range r = { .offset = 0, .length = 2 * MiB };
+
+	return f_ioctl(MORSEL_IOC_COLLAPSE, &r);
+}
+
 /* ---- the run of one workload ---------------------------------------------- */
 
 /* A crash point of the log: a store or bytes written. */
@@ -721,11 +790,27 @@ static __u64 count_failed(struct mpm_fs *fs, __u64 e, int level)
 
 	if (!level)
 		return e == MPM_POISON;
-	if (!e || !page)
+	if (!e || !page || (level == 1 && (e & MPM_E_HUGE)))
 		return 0;
 	t = (__u64 *)(fs->dev + page * PG);
 	for (i = 0; i < MPM_ENTRIES; i++)
 		n += count_failed(fs, t[i], level - 1);
+	return n;
+}
+
+/* 2 MiB leaves in the tree under the level-@level entry @e. */
+static __u64 count_huge(struct mpm_fs *fs, __u64 e, int level)
+{
+	__u64 page = mpm_entry_page(fs, e), n = 0, *t;
+	int i;
+
+	if (!e || !page || !level)
+		return 0;
+	if (level == 1)
+		return !!(e & MPM_E_HUGE);
+	t = (__u64 *)(fs->dev + page * PG);
+	for (i = 0; i < MPM_ENTRIES; i++)
+		n += count_huge(fs, t[i], level - 1);
 	return n;
 }
 
@@ -739,8 +824,8 @@ static __u64 count_pages(struct mpm_fs *fs, __u64 e, int level)
 		return 0;
 	if (!level)
 		return 1;
-	if (level == 2 && (e & MPM_E_HUGE))
-		return MPM_ENTRIES;
+	if (level == 1 && (e & MPM_E_HUGE))
+		return MPM_HUGE_PAGES;
 	t = (__u64 *)(fs->dev + page * PG);
 	for (i = 0; i < MPM_ENTRIES; i++)
 		n += count_pages(fs, t[i], level - 1);
@@ -890,9 +975,17 @@ static char *dump(struct mpm_fs *fs)
 			__u64 h = content_hash(fs, in, &tail_clean);
 			__u64 failed = count_failed(fs, in->root & ~MPM_ROOT_ORDER_MASK,
 						    mpm_root_order(in->root));
-			char fails[32] = "", resv[48] = "";
+			__u64 huge = count_huge(fs, in->root & ~MPM_ROOT_ORDER_MASK,
+						mpm_root_order(in->root));
+			char fails[64] = "", resv[48] = "";
 
-			if (failed)
+			if (failed && huge)
+				snprintf(fails, sizeof(fails), " failed=%llu huge=%llu",
+					 (unsigned long long)failed, (unsigned long long)huge);
+			else if (huge)
+				snprintf(fails, sizeof(fails), " huge=%llu",
+					 (unsigned long long)huge);
+			else if (failed)
 				snprintf(fails, sizeof(fails), " failed=%llu",
 					 (unsigned long long)failed);
 			if (in->resv)
@@ -1281,8 +1374,30 @@ static char *with_old_resv(const char *after, const char *before)
 }
 
 /*
+ * @d without its " huge=N" fields: a split of a 2 MiB leaf changes no
+ * byte and no page of a file, only how many leaves map them.
+ */
+static char *without_huge(const char *d)
+{
+	char *out = strdup(d), *o = out;
+	const char *h;
+
+	if (!out)
+		abort();
+	while ((h = strstr(d, " huge="))) {
+		memcpy(o, d, h - d);
+		o += h - d;
+		d = h + strlen(" huge=");
+		d += strspn(d, "0123456789");
+	}
+	strcpy(o, d);
+	return out;
+}
+
+/*
  * Judge the memfd image (a crash after @k records): recovered, it must
- * dump as S_{op-1} or S_op.  Returns 0, or -1 with the reason in @why and
+ * dump as S_{op-1} or S_op, or as S_{op-1} with leaves split (an
+ * operation may split a leaf before its commit: a memory error's).  Returns 0, or -1 with the reason in @why and
  * the dump (if any) in *@got.
  */
 static int judge(struct run *r, int k, char **got, char *why, size_t whylen)
@@ -1297,9 +1412,12 @@ static int judge(struct run *r, int k, char **got, char *why, size_t whylen)
 		return 0;
 	if (op) {
 		char *alt = with_old_resv(r->s[op], r->s[op - 1]);
-		bool same = !strcmp(d, alt);
+		char *split = without_huge(d), *before = without_huge(r->s[op - 1]);
+		bool same = !strcmp(d, alt) || !strcmp(split, before);
 
 		free(alt);
+		free(split);
+		free(before);
 		if (same)
 			return 0;
 	}
@@ -1530,6 +1648,15 @@ WORKLOAD(removexattr_one_of_two, setup_f_xattrs, 1, { op_removexattr_f_b });
 WORKLOAD(removexattr_last_then_dir_setxattr, setup_f_a_and_d, 2,
 	 { op_removexattr_f_a, op_setxattr_d });
 WORKLOAD(setxattr_then_unlink, setup_f_1k, 2, { op_setxattr_f_a, op_unlink_f });
+WORKLOAD(set_file_huge_mode, setup_f_4m_holes, 1, { op_huge_mode_f_always });
+WORKLOAD(populate_a_2m_leaf, setup_f_4m_holes_always, 1, { op_populate_f_2m_leaf });
+WORKLOAD(punch_inside_a_2m_leaf, setup_f_2_leaves, 1, { op_punch_f_inside_leaf });
+WORKLOAD(punch_a_whole_2m_leaf, setup_f_2_leaves, 1, { op_punch_f_whole_leaf });
+WORKLOAD(truncate_into_a_2m_leaf, setup_f_2_leaves, 1, { op_truncate_f_3m_5k });
+WORKLOAD(truncate_to_2m_lowers_over_a_leaf, setup_f_2_leaves, 1, { op_truncate_f_2m });
+WORKLOAD(collapse_512_pages, setup_f_1024_pages, 1, { op_collapse_f_first_2m });
+WORKLOAD(memory_error_in_a_2m_leaf, setup_f_2_leaves, 1, { op_memory_error_f_page5 });
+WORKLOAD(unlink_file_with_2m_leaves, setup_f_2_leaves, 1, { op_unlink_f });
 
 FIXTURE_SETUP(crash)
 {
@@ -1582,6 +1709,7 @@ FIXTURE(move) {
 FIXTURE_VARIANT(move) {
 	__u64 shift;
 	__u64 moved_again;	/* recovered at base + this */
+	bool leaves;		/* a file of two 2 MiB leaves too */
 };
 
 FIXTURE_VARIANT_ADD(move, to_a_distant_address) { .shift = 1ULL << 30 };
@@ -1592,6 +1720,8 @@ FIXTURE_VARIANT_ADD(move, to_an_overlapping_range) { .shift = 64 * KiB };
  * which is not the device's, and moves the entries on to where it is.
  */
 FIXTURE_VARIANT_ADD(move, then_moved_again) { .shift = 1ULL << 30, .moved_again = 2ULL << 30 };
+/* A leaf's entry moves like any other (2 MiB multiples keep it aligned). */
+FIXTURE_VARIANT_ADD(move, with_2m_leaves) { .shift = 1ULL << 30, .leaves = true };
 
 FIXTURE_SETUP(move)
 {
@@ -1627,6 +1757,8 @@ TEST_F_TIMEOUT(move, every_prefix_of_the_relocating_mount_recovers, 900)
 	ASSERT_EQ(0, mkfs(r->dev));
 	ASSERT_EQ(0, do_mount(r->dev));
 	ASSERT_EQ(0, setup_tree()) TH_LOG("setup: %s", strerror(errno));
+	if (variant->leaves)
+		ASSERT_EQ(0, put_4m("h", MORSEL_HUGE_ALWAYS, 32));
 	ASSERT_EQ(0, umount(MNT));
 	/* Offline, to base + shift. */
 	ASSERT_EQ(0, pm_open(r->dev, true, &fs));

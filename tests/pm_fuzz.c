@@ -76,7 +76,10 @@ static __u64 pmf_page_of(struct mpm_fs *fs, __u64 e)
 /*
  * What tree.c's adopt and walk do with a regular file's tree: every
  * non-zero entry is a table (level > 0) or a leaf, inside the device, or
- * at level 0 a failed page's mark (format 2).
+ * at level 0 a failed page's mark (format 2), or at level 1 a 2 MiB leaf
+ * of 512 pages inside the device (format 3; images of at most
+ * PMF_MAX_PAGES hold none, which tests/pmem_test's crafted_2m_leaves and
+ * tests/pm_crash cover).
  * Returns the entries visited (bounded by the device).
  */
 static __u64 adopt(struct mpm_fs *fs, __u64 e, int level, __u64 budget)
@@ -86,6 +89,10 @@ static __u64 adopt(struct mpm_fs *fs, __u64 e, int level, __u64 budget)
 	if (!level && e == MPM_POISON)
 		return 1;
 	REQUIRE(page && page < fs->nr_pages);
+	if (level == 1 && f == MPM_E_HUGE_LEAF) {
+		REQUIRE(!(page % MPM_HUGE_PAGES) && page + MPM_HUGE_PAGES <= fs->nr_pages);
+		return 1;
+	}
 	REQUIRE(f == (level ? MPM_E_TABLE : MPM_E_LEAF));
 	REQUIRE(budget);
 	if (!level)

@@ -504,10 +504,114 @@ static inline void pmi_poison_in_format_1(struct pm_image *im)
 	pmi_name(im, MPM_ROOT_INO, "failed", 23);
 }
 
+/*
+ * Format 3's 2 MiB leaves, on an image of PMI_HUGE_IMAGE pages (a leaf
+ * needs a run of 512 pages on a 2 MiB boundary of the device).
+ * pmi_huge_file(): inode @ino, "big" in the root directory, of @size,
+ * order 2, its first 2 MiB one leaf on device pages [512, 1024) filled
+ * with 'H' and page 512 of the file (the second 2 MiB) a 4 KiB page.
+ */
+#define PMI_HUGE_IMAGE	1536
+#define PMI_HUGE_RUN	512	/* the leaf's first device page */
+
+static inline __u64 pmi_huge_leaf(struct pm_image *im, __u64 page)
+{
+	return pmi_leaf(im, page) | MPM_E_HUGE;
+}
+
+static inline struct mpm_inode *pmi_huge_file(struct pm_image *im, __u64 ino,
+					      __u64 size)
+{
+	__u64 offs[] = { 512 };
+	struct mpm_inode *in = pmi_inode(im, ino, S_IFREG | 0644, size);
+
+	pmi_tree(im, ino, 2, offs, 1, 's');
+	*pmi_word(im, pmi_page_of(im, in->root), 0) = pmi_huge_leaf(im, PMI_HUGE_RUN);
+	memset(im->fs.dev + PMI_HUGE_RUN * PMI_PG, 'H', MPM_HUGE_SIZE);
+	pmi_name(im, MPM_ROOT_INO, "big", ino);
+	return in;
+}
+
+static inline void pmi_huge_ok(struct pm_image *im)
+{
+	pmi_huge_file(im, 30, 4 << 20)->flags = 2ULL << MPM_FL_HUGE_SHIFT;
+}
+
+/* A crash between a truncate's size and its split: recovery splits. */
+static inline void pmi_huge_past_eof(struct pm_image *im)
+{
+	pmi_huge_file(im, 30, (1 << 20) + 5);
+}
+
+/* A crash after a punch's intent, before its split: recovery splits. */
+static inline void pmi_huge_half_punched(struct pm_image *im)
+{
+	struct mpm_inode *in = pmi_huge_file(im, 30, 4 << 20);
+
+	in->punch_end = 1 << 20;
+	in->punch_start = (16 * PMI_PG) | 1;
+}
+
+static inline void pmi_huge_in_format_2(struct pm_image *im)
+{
+	pmi_huge_file(im, 30, 4 << 20);
+	mpm_super(&im->fs)->version = 2;
+}
+
+static inline void pmi_huge_in_directory(struct pm_image *im)
+{
+	pmi_huge_file(im, 30, 4 << 20)->mode = S_IFDIR | 0755;
+}
+
+static inline void pmi_huge_unaligned(struct pm_image *im)
+{
+	struct mpm_inode *in = pmi_huge_file(im, 30, 4 << 20);
+
+	*pmi_word(im, pmi_page_of(im, in->root), 0) =
+		pmi_huge_leaf(im, PMI_HUGE_RUN + 8);
+}
+
+/* Its run holds the file's own 4 KiB page (moved there). */
+static inline void pmi_huge_overlapping(struct pm_image *im)
+{
+	struct mpm_inode *in = pmi_huge_file(im, 30, 4 << 20);
+	__u64 pte = pmi_page_of(im, *pmi_word(im, pmi_page_of(im, in->root), 1));
+
+	*pmi_word(im, pte, 0) = pmi_leaf(im, PMI_HUGE_RUN + 3);
+}
+
+/* A PS entry one level up: the MMU would read a 1 GiB page. */
+static inline void pmi_huge_at_level_2(struct pm_image *im)
+{
+	__u64 offs[] = { 0 };
+	struct mpm_inode *in = pmi_inode(im, 30, S_IFREG | 0644, 8ULL << 20);
+
+	pmi_tree(im, 30, 3, offs, 1, 's');
+	*pmi_word(im, pmi_page_of(im, in->root), 1) = pmi_huge_leaf(im, PMI_HUGE_RUN);
+	pmi_name(im, MPM_ROOT_INO, "big", 30);
+}
+
+static inline void pmi_huge_mode_bad(struct pm_image *im)
+{
+	pmi_huge_file(im, 30, 4 << 20)->flags = 6ULL << MPM_FL_HUGE_SHIFT;
+}
+
 struct pmi_case {
 	const char *name;
 	void (*craft)(struct pm_image *im);
 	bool damage;		/* else a mount takes it (order 4: with 5-level paging) */
+};
+
+static const struct pmi_case pmi_huge_cases[] = {
+	{ "huge-leaf", pmi_huge_ok, false },
+	{ "huge-leaf-past-eof", pmi_huge_past_eof, false },
+	{ "huge-leaf-half-punched", pmi_huge_half_punched, false },
+	{ "huge-leaf-in-format-2", pmi_huge_in_format_2, true },
+	{ "huge-leaf-in-directory", pmi_huge_in_directory, true },
+	{ "huge-leaf-unaligned", pmi_huge_unaligned, true },
+	{ "huge-leaf-overlapping", pmi_huge_overlapping, true },
+	{ "huge-leaf-at-level-2", pmi_huge_at_level_2, true },
+	{ "huge-mode-bad", pmi_huge_mode_bad, true },
 };
 
 static const struct pmi_case pmi_cases[] = {

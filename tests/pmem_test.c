@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -1322,6 +1323,322 @@ TEST_F_TIMEOUT(pm, crafted_devices_refused_unchanged, 180)
 	}
 	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
 	ASSERT_EQ(0, do_mount());
+}
+
+/*
+ * The crafted devices of format 3's 2 MiB leaves (tests/pm_image.h), as
+ * above: a leaf where one may be mounts and reads; the states a crash
+ * leaves (a leaf past the size, a punch's intent over part of a leaf) are
+ * recovered by splitting the leaf; a leaf anywhere else, off a 2 MiB
+ * boundary, over another page or in a format-2 device, and an unknown
+ * huge-page mode, are damage, refused unchanged and removed by fsck -y.
+ */
+TEST_F_TIMEOUT(pm, crafted_2m_leaves, 180)
+{
+	size_t len = PMI_HUGE_IMAGE * PG;
+	__u64 bases[2], real;
+	unsigned int b, i;
+
+	ASSERT_EQ(0, umount(DIR));
+	real = dev_base();
+	ASSERT_NE(0, real);
+	ASSERT_EQ(0, real % (2 * MiB)) TH_LOG("the NVDIMM is not 2 MiB aligned");
+	bases[0] = real;
+	bases[1] = 0;
+	for (b = 0; b < 2; b++) {
+		for (i = 0; i < ARRAY_SIZE(pmi_huge_cases); i++) {
+			const struct pmi_case *c = &pmi_huge_cases[i];
+			struct morsel_stat ms;
+			struct pm_image im;
+			char *big;
+			__u8 *back;
+			int ret, fd;
+			size_t j;
+
+			ASSERT_EQ(0, pmi_init(&im, PMI_HUGE_IMAGE, bases[b]));
+			pmi_everything(&im);
+			c->craft(&im);
+			ASSERT_EQ(0, put_dev_bytes(im.fs.dev, len));
+			ret = do_mount();
+			if (c->damage) {
+				EXPECT_EQ(-1, ret) TH_LOG("%s: mounted", c->name);
+				EXPECT_EQ(EUCLEAN, errno) TH_LOG("%s: %s", c->name, strerror(errno));
+				back = dev_bytes(len);
+				ASSERT_NE(NULL, back);
+				EXPECT_EQ(0, memcmp(back, im.fs.dev, len))
+					TH_LOG("%s: the device changed", c->name);
+				free(back);
+				EXPECT_EQ(1, fsck("-y")) TH_LOG("%s", c->name);
+				ret = do_mount();
+				EXPECT_EQ(0, ret) TH_LOG("%s: %s", c->name, strerror(errno));
+				if (!ret) {
+					EXPECT_EQ(0, walk_tree()) TH_LOG("%s", c->name);
+					EXPECT_EQ(0, umount(DIR));
+				}
+				EXPECT_EQ(0, fsck("-n")) TH_LOG("%s", c->name);
+				pmi_free(&im);
+				continue;
+			}
+			ASSERT_EQ(0, ret) TH_LOG("%s: %s", c->name, strerror(errno));
+			EXPECT_EQ(0, walk_tree()) TH_LOG("%s", c->name);
+			fd = open(p("big"), O_RDONLY);
+			ASSERT_LE(0, fd);
+			ASSERT_EQ(0, morsel_stat(fd, &ms));
+			big = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+			ASSERT_NE(MAP_FAILED, big);
+			if (c->craft == pmi_huge_ok) {
+				EXPECT_EQ(1, ms.huge);
+				EXPECT_EQ(513, ms.pages);
+				EXPECT_EQ(MORSEL_HUGE_ALWAYS, ms.huge_mode);
+				for (j = 0; j < 2 * MiB; j += 4096)
+					ASSERT_EQ('H', big[j]) TH_LOG("%zu", j);
+			} else if (c->craft == pmi_huge_past_eof) {
+				/* Split; the pages past the size went. */
+				EXPECT_EQ(0, ms.huge);
+				EXPECT_EQ(257, ms.pages);
+				for (j = 0; j < MiB + 5; j += 4096)
+					ASSERT_EQ('H', big[j]) TH_LOG("%zu", j);
+				EXPECT_EQ(0, big[MiB + 5]);
+			} else {
+				/* Split; pages 16 to 255 punched. */
+				EXPECT_EQ(0, ms.huge);
+				EXPECT_EQ(513 - 240, ms.pages);
+				for (j = 0; j < 2 * MiB; j += 4096)
+					ASSERT_EQ(j >= 16 * PG && j < MiB ? 0 : 'H', big[j])
+						TH_LOG("%zu", j);
+			}
+			munmap(big, 2 * MiB);
+			close(fd);
+			EXPECT_EQ(0, umount(DIR));
+			EXPECT_EQ(0, fsck("-n")) TH_LOG("%s", c->name);
+			EXPECT_EQ(real, dev_base()) TH_LOG("%s", c->name);
+			pmi_free(&im);
+		}
+	}
+	ASSERT_EQ(0, run("tools/morsel mkfs -f $MORSEL_PMEM > /dev/null"));
+	ASSERT_EQ(0, do_mount());
+}
+
+static int mount_huge(const char *mode)
+{
+	char opts[128];
+
+	if (umount(DIR))
+		return -1;
+	snprintf(opts, sizeof(opts), "pmem=%s,huge=%s", dev(), mode);
+	return mount("none", DIR, "morselfs", 0, opts);
+}
+
+/* A pattern over [0, @len) of @fd, one byte per 512, through a mapping. */
+static int pattern(int fd, size_t len, bool write, size_t zs, size_t ze)
+{
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size_t i;
+	int ret = 0;
+
+	if (m == MAP_FAILED)
+		return -1;
+	for (i = 0; i < len && !ret; i += 512) {
+		char want = i >= zs && i < ze ? 0 : (char)pat(i, 9);
+
+		if (write) {
+			m[i] = want;
+		} else if (m[i] != want) {
+			fprintf(stderr, "  offset %zu: %#x, not %#x\n", i,
+				(unsigned char)m[i], (unsigned char)want);
+			ret = -1;
+		}
+	}
+	munmap(m, len);
+	return ret;
+}
+
+/* `morsel fsck -n`'s line (the device unmounted) holds @want. */
+static int fsck_line_has(const char *want)
+{
+	char cmd[256], out[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "tools/morsel fsck -n %s 2>&1", dev());
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	if (pclose(f) || !strstr(out, want)) {
+		fprintf(stderr, "  fsck: %s", out);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * huge=always on a device: faults fill 2 MiB leaves of device pages (no
+ * PTE table), the format becomes 3, fsck counts the leaves, and a
+ * remount adopts them: same pages, same bytes, same counts.  GUP's slow
+ * path (process_vm_readv) reads across a leaf.
+ */
+TEST_F(pm, huge_leaves_survive_unmount)
+{
+	struct morsel_stat ms;
+	char opts[256], buf[8192];
+	struct iovec local = { buf, sizeof(buf) }, remote;
+	struct stat st;
+	__u8 *sb;
+	char *m;
+	int fd;
+
+	ASSERT_EQ(0, mount_huge("always"));
+	proc_mount_opts(DIR, opts, sizeof(opts));
+	EXPECT_NE(NULL, strstr(opts, ",huge=always")) TH_LOG("options: %s", opts);
+	fd = open(p("f"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 6 * MiB));
+	ASSERT_EQ(0, pattern(fd, 6 * MiB, true, 0, 0));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(3, ms.huge);
+	EXPECT_EQ(3 * 512, ms.pages);
+	EXPECT_EQ(0, ms.tables[0]);		/* no PTE table */
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(6 * MiB / 512, st.st_blocks);
+	m = mmap(NULL, 6 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	remote.iov_base = m + 2 * MiB - 4096;
+	remote.iov_len = sizeof(buf);
+	ASSERT_EQ((ssize_t)sizeof(buf), process_vm_readv(getpid(), &local, 1, &remote, 1, 0));
+	EXPECT_EQ(0, memcmp(buf, m + 2 * MiB - 4096, sizeof(buf)));
+	munmap(m, 6 * MiB);
+	close(fd);
+
+	ASSERT_EQ(0, umount(DIR));
+	sb = dev_bytes(PG);
+	ASSERT_NE(NULL, sb);
+	EXPECT_EQ(3, ((struct mpm_super *)sb)->version);
+	free(sb);
+	EXPECT_EQ(0, fsck_line_has(", 3 2 MiB leaves)"));
+	ASSERT_EQ(0, do_mount());
+	fd = open(p("f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(3, ms.huge);
+	EXPECT_EQ(3 * 512, ms.pages);
+	EXPECT_EQ(MORSEL_HUGE_NEVER, ms.huge_mode);	/* the new mount's */
+	EXPECT_EQ(0, pattern(fd, 6 * MiB, false, 0, 0));
+	close(fd);
+}
+
+/* A file's own mode (MORSEL_IOC_SET_HUGE) is kept in its record. */
+TEST_F(pm, file_huge_mode_survives_unmount)
+{
+	struct morsel_huge h = { .mode = MORSEL_HUGE_ALWAYS };
+	struct morsel_stat ms;
+	int fd = open(p("f"), O_RDWR | O_CREAT, 0644);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 4 * MiB));
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
+	ASSERT_EQ(0, pattern(fd, 2 * MiB, true, 0, 0));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(1, ms.huge);
+	close(fd);
+	ASSERT_EQ(0, remount());
+	fd = open(p("f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(MORSEL_HUGE_ALWAYS, ms.huge_mode);
+	ASSERT_EQ(0, pattern(fd, 4 * MiB, true, 0, 0));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(2, ms.huge);
+	h.mode = MORSEL_HUGE_INHERIT;
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
+	close(fd);
+	ASSERT_EQ(0, remount());
+	fd = open(p("f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(MORSEL_HUGE_NEVER, ms.huge_mode);
+	EXPECT_EQ(2, ms.huge);
+	close(fd);
+}
+
+/*
+ * A punch and a truncate inside leaves split them (a PTE table from the
+ * device); a punch of a whole leaf frees it at once; collapse makes one
+ * leaf of 512 pages again (copied into a free run).  Each survives a
+ * remount, and fsck finds the device clean (the fixture's teardown).
+ */
+TEST_F(pm, split_and_collapse_on_the_device)
+{
+	struct morsel_stat ms;
+	unsigned long long before;
+	struct morsel_range r = { .offset = 0, .length = 2 * MiB };
+	int fd;
+
+	ASSERT_EQ(0, mount_huge("within_size"));
+	fd = open(p("f"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 8 * MiB));
+	ASSERT_EQ(0, pattern(fd, 8 * MiB, true, 0, 0));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	ASSERT_EQ(4, ms.huge);
+	before = free_pages();
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       64 * 1024, 64 * 1024));
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       2 * MiB, 2 * MiB));
+	ASSERT_EQ(0, ftruncate(fd, 7 * MiB - 3));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(1, ms.huge);			/* the third */
+	EXPECT_EQ(4 * 512 - 16 - 512 - 256, ms.pages);
+	/* 784 pages back, two PTE tables taken */
+	EXPECT_EQ(before + 16 + 512 + 256 - 2, free_pages());
+	close(fd);
+	ASSERT_EQ(0, remount());
+	fd = open(p("f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(1, ms.huge);
+	EXPECT_EQ(0, pattern(fd, 2 * MiB, false, 64 * 1024, 128 * 1024));
+	/* Fill the punched 64 KiB, then collapse the first 2 MiB. */
+	ASSERT_EQ(0, pattern(fd, 2 * MiB, true, 0, 0));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(1, ms.huge);			/* holes of a table get 4 KiB pages */
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_COLLAPSE, &r));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(2, ms.huge);
+	EXPECT_EQ(0, pattern(fd, 2 * MiB, false, 0, 0));
+	close(fd);
+	ASSERT_EQ(0, remount());
+	fd = open(p("f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(2, ms.huge);
+	EXPECT_EQ(0, pattern(fd, 2 * MiB, false, 0, 0));
+	close(fd);
+}
+
+/*
+ * A file system with no free run of 512 pages on a 2 MiB boundary (mkfs
+ * -s 3M: pages 512-767 only) falls back to 4 KiB pages, counted.
+ */
+TEST_F(pm, no_free_run_falls_back)
+{
+	long fallbacks = morsel_counter("huge_fallbacks");
+	struct morsel_stat ms;
+	int fd;
+
+	ASSERT_EQ(0, remkfs_sized("3M"));
+	ASSERT_EQ(0, mount_huge("always"));
+	fd = open(p("f"), O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 2 * MiB + PG));	/* order 2 */
+	ASSERT_EQ(0, fallocate(fd, 0, 0, 2 * MiB));
+	ASSERT_EQ(0, morsel_stat(fd, &ms));
+	EXPECT_EQ(0, ms.huge);
+	EXPECT_EQ(512, ms.pages);
+	EXPECT_LT(fallbacks, morsel_counter("huge_fallbacks"));
+	close(fd);
 }
 
 /* A small xorshift, seeded: the same flips for the same seed. */
