@@ -144,6 +144,7 @@ struct slot {
 struct wstat {
 	uint64_t ops;
 	uint64_t mismatches;
+	uint64_t huge_fallbacks;	/* leaves the module could not make */
 	int stop;		/* parent -> child: stop now */
 	int pad;
 	struct {		/* outcomes per call, written by this worker only */

@@ -14,7 +14,9 @@
  * at an offset (page by page) of any window, munmap, mprotect, mremap,
  * madvise (splitting page-by-page mappings),
  * POPULATE/EVICT/BIND/SET_MIN_ORDER/SET_HUGE/COLLAPSE ioctls (2 MiB
- * leaves, which the model knows: huge.c's choice, splits, collapses),
+ * leaves, which the model knows: huge.c's choice, splits, collapses; a
+ * fallback for want of a free 2 MiB block it reads from STAT, and the
+ * summary counts them),
  * fallocate (populate and
  * punch), rename, link/linkat, unlink, fork with a child working on the
  * same morsel (stopped, or killed with SIGKILL), and fd passing with
@@ -425,7 +427,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const char *const names[] = { "pages", "tables", "morsels" };
-	uint64_t nops = 10000, total = 0, bad = 0, per, hlimit;
+	uint64_t nops = 10000, total = 0, bad = 0, fallbacks = 0, per, hlimit;
 	int i, seeded = 0, socks[MAXP][2], status;
 	long base[3], now[3];
 	const char *mnt = getenv("MORSEL_MNT"), *pg = getenv("MORSEL_PAGING");
@@ -541,10 +543,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < nprocs; i++) {
 		total += sh->w[i].ops;
 		bad += sh->w[i].mismatches;
+		fallbacks += sh->w[i].huge_fallbacks;
 	}
 	secs = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("fuzz: %" PRIu64 " ops in %.1f s: %.0f ops/s\n", total, secs,
 	       secs > 0 ? total / secs : 0.0);
+	printf("fuzz: %" PRIu64 " 2 MiB leaves fell back to 4 KiB pages (no block)\n",
+	       fallbacks);
 	if (stats)
 		print_stats();
 	/* nothing may be left behind */

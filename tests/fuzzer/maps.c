@@ -21,16 +21,21 @@
  * Pages [a, b) of @sl were populated through mapping @m: with its
  * MADV_[NO]HUGEPAGE hint, page by page (model.c runs_add).  A mounted
  * mapping of order 1 over a larger morsel mounts the first 2 MiB's PTE
- * table, so its access split a leaf there first (mount.c).
+ * table, so its access split a leaf there first (mount.c), and a leaf
+ * its fault made there is split at once too.
  */
 static void map_populated(struct slot *sl, const struct mapent *m,
 			  uint64_t a, uint64_t b)
 {
-	if (!m->paged && m->vorder == 1 && sl->order >= 2)
+	int order1 = !m->paged && m->vorder == 1 && sl->order >= 2;
+
+	if (order1)
 		huge_split(sl, 0);
 	W.hint = m->huge;
 	runs_add(sl, a, b);
 	W.hint = 0;
+	if (order1)
+		huge_split(sl, 0);
 }
 
 /* What @m is, for messages. */
@@ -1336,6 +1341,15 @@ void op_exec(int s)
 			 m->prot, off, sname(got), ret, sname(want));
 	if (!got)
 		map_populated(sl, m, off / PG, off / PG + 1);
+	/*
+	 * Fetching from a mapping without PROT_EXEC faults twice: not
+	 * present (an accessible VMA: the fault handler mounts it, which for
+	 * an order-1 mapping over a larger morsel splits a leaf at 0), then
+	 * NX, which is the SIGSEGV.
+	 */
+	else if (!m->paged && m->vorder == 1 && sl->order >= 2 &&
+		 m->prot != PROT_NONE)
+		huge_split(sl, 0);
 }
 
 /* Unmap every mapping of @s (truncate, reset, hand-off, the end). */

@@ -410,6 +410,38 @@ static void runs_insert(struct slot *sl, uint64_t a, uint64_t b, int from)
 }
 
 /*
+ * Did the module make the leaf the model is about to add for the empty
+ * 2 MiB [@lo, @hi) of the pages [@a, @b) an op populated?  tree.c falls
+ * back to 4 KiB pages when no order-9 block is free (a light attempt,
+ * without reclaim: source.c), which no model can foresee.  runs_add runs
+ * once the op populated the pages, and only the owner acts on the slot,
+ * so the slot's STAT tells: with the leaf, the module holds at least 512
+ * pages more than the model so far, plus one for every page of the rest
+ * of the range not yet populated; without it, only the range's pages.
+ * (Its leaf count cannot tell: an order-1 mapping splits the leaf it just
+ * made.)  Exact for an op that populates one 2 MiB (every fault); one
+ * that falls back on a 2 MiB and makes leaves after it may be misread
+ * and end in a mismatch.  Without an fd of the slot the model trusts
+ * itself.  STAT is asked of the first fd, so the random stream of the
+ * run stays what it was.
+ */
+static int leaf_made(struct slot *sl, uint64_t hi, uint64_t b)
+{
+	int s = sl - sh->slots;
+	struct morsel_stat st;
+	uint64_t later = 0, p;
+
+	if (!W.nfds[s] || morsel_stat(W.fds[s][0].fd, &st))
+		return 1;
+	for (p = hi; p < b; p++)
+		later += !runs_has(sl, p);
+	if (st.pages >= runs_count(sl) + HUGE_PAGES + later)
+		return 1;
+	sh->w[W.id].huge_fallbacks++;
+	return 0;
+}
+
+/*
  * Pages [a, b) are populated, as tree.c does it: a hole of 2 MiB whose
  * slot in the level-2 table is empty (no PTE table, no leaf) becomes one
  * leaf where huge.c wants it, when populated page by page (a fault, a
@@ -438,7 +470,7 @@ void runs_add(struct slot *sl, uint64_t a, uint64_t b)
 		if (tab_find(sl, 1, c) < 0 && huge_wanted(sl, c) &&
 		    !(W.range && (lo != ca || hi != ca + HUGE_PAGES)) &&
 		    !resv_straddles(sl, c) &&
-		    sl->nhuge < MODEL_HUGE) {
+		    sl->nhuge < MODEL_HUGE && leaf_made(sl, hi, b)) {
 			sl->huge[sl->nhuge++] = c;
 			runs_insert(sl, ca, ca + HUGE_PAGES, 2);
 			sl->churn += 8;
