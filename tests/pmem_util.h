@@ -50,6 +50,26 @@ static inline int fsck(const char *args)
 	return run(cmd);
 }
 
+/* `morsel fsck -n` of the unmounted device: @want in its output? */
+static inline int fsck_says(const char *want)
+{
+	char cmd[256], out[4096];
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "tools/morsel fsck -n %s 2>&1", dev());
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	if (pclose(f) || !strstr(out, want)) {
+		fprintf(stderr, "  fsck: %s", out);
+		return -1;
+	}
+	return 0;
+}
+
 static inline int do_mount(void)
 {
 	char opts[128];
