@@ -57,7 +57,7 @@ static inline void __lsan_disable(void) { }
 static inline void __lsan_enable(void) { }
 #endif
 
-#define PMF_MAX_PAGES	256
+#define PMF_MAX_PAGES	1024	/* the 2 MiB leaves' seeds (PMI_HUGE_IMAGE) */
 
 #define REQUIRE(cond) do {						\
 	if (!(cond)) {							\
@@ -77,9 +77,8 @@ static __u64 pmf_page_of(struct mpm_fs *fs, __u64 e)
  * What tree.c's adopt and walk do with a regular file's tree: every
  * non-zero entry is a table (level > 0) or a leaf, inside the device, or
  * at level 0 a failed page's mark (format 2), or at level 1 a 2 MiB leaf
- * of 512 pages inside the device (format 3; images of at most
- * PMF_MAX_PAGES hold none, which tests/pmem_test's crafted_2m_leaves and
- * tests/pm_crash cover).
+ * of 512 pages inside the device (format 3: the seeds of tests/pm_image.h's
+ * pmi_huge_cases hold them).
  * Returns the entries visited (bounded by the device).
  */
 static __u64 adopt(struct mpm_fs *fs, __u64 e, int level, __u64 budget)
@@ -430,6 +429,16 @@ int main(int argc, char **argv)
 		fresh(&im, true);
 		pmi_cases[i].craft(&im);
 		save(&im, pmi_cases[i].name, -1);
+	}
+	/* Format 3's 2 MiB leaves, good and damaged, on 4 MiB images. */
+	for (i = 0; i < ARRAY_SIZE(pmi_huge_cases); i++) {
+		if (pmi_init(&im, PMI_HUGE_IMAGE, 0)) {
+			perror("pmi_init");
+			exit(1);
+		}
+		pmi_everything(&im);
+		pmi_huge_cases[i].craft(&im);
+		save(&im, pmi_huge_cases[i].name, -1);
 	}
 	return 0;
 }

@@ -511,7 +511,7 @@ static inline void pmi_poison_in_format_1(struct pm_image *im)
  * order 2, its first 2 MiB one leaf on device pages [512, 1024) filled
  * with 'H' and page 512 of the file (the second 2 MiB) a 4 KiB page.
  */
-#define PMI_HUGE_IMAGE	1536
+#define PMI_HUGE_IMAGE	1024
 #define PMI_HUGE_RUN	512	/* the leaf's first device page */
 
 static inline __u64 pmi_huge_leaf(struct pm_image *im, __u64 page)
