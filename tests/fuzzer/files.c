@@ -530,8 +530,7 @@ void x_stat(int s, int full)
 	if (st.pages != runs_count(sl))
 		mismatch("STAT slot %d: %llu pages populated, model %" PRIu64,
 			 s, (unsigned long long)st.pages, runs_count(sl));
-	if (st.huge_mode != (uint64_t)(sl->huge_mode == MORSEL_HUGE_INHERIT ?
-				       MORSEL_HUGE_NEVER : sl->huge_mode))
+	if (st.huge_mode != (uint64_t)huge_mode_of(sl))
 		mismatch("STAT slot %d: huge mode %llu, model %d", s,
 			 (unsigned long long)st.huge_mode, sl->huge_mode);
 	if (st.mappings != (uint64_t)own_maps_kind(s, 1) +

@@ -144,6 +144,7 @@ struct slot {
 struct wstat {
 	uint64_t ops;
 	uint64_t mismatches;
+	uint64_t huge_made;		/* 2 MiB leaves populated */
 	uint64_t huge_fallbacks;	/* leaves the module could not make */
 	int stop;		/* parent -> child: stop now */
 	int pad;
@@ -247,6 +248,7 @@ struct worker {
 extern struct shared *sh;
 extern struct worker W;
 extern int nprocs, max_order, trace_on, lenient;
+extern int inst_huge;		/* the instance's huge= for the run (MORSEL_HUGE_*) */
 extern uint64_t max_bytes, task_max;
 extern char dir[256];
 extern char *badbuf;		/* a PROT_NONE page: a bad user buffer */
@@ -290,6 +292,12 @@ static inline struct slot *S(int s)
 }
 
 /* ---- small helpers ---- */
+
+/* The huge-page mode in force for @sl: its own, or the instance's. */
+static inline int huge_mode_of(const struct slot *sl)
+{
+	return sl->huge_mode == MORSEL_HUGE_INHERIT ? inst_huge : sl->huge_mode;
+}
 
 static inline int child_alive(void)
 {

@@ -16,7 +16,8 @@
  * POPULATE/EVICT/BIND/SET_MIN_ORDER/SET_HUGE/COLLAPSE ioctls (2 MiB
  * leaves, which the model knows: huge.c's choice, splits, collapses; a
  * fallback for want of a free 2 MiB block it reads from STAT, and the
- * summary counts them),
+ * summary counts them; the seed chooses the instance's huge=, never,
+ * within_size, advise or always, by a remount at the start),
  * fallocate (populate and
  * punch), rename, link/linkat, unlink, fork with a child working on the
  * same morsel (stopped, or killed with SIGKILL), and fd passing with
@@ -149,9 +150,35 @@
  */
 #include "fuzz.h"
 
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+
 struct shared *sh;
 struct worker W;
 int nprocs = 4, max_order, trace_on, lenient;
+int inst_huge = MORSEL_HUGE_NEVER;
+
+static const char *const huge_names[] = { "never", "always", "within_size", "advise" };
+
+/*
+ * Remount the instance at @mnt with huge=@mode, keeping its mount flags.
+ * Return: 0 or -errno.
+ */
+static int set_inst_huge(const char *mnt, int mode)
+{
+	unsigned long flags = MS_REMOUNT;
+	char opt[32];
+	struct statvfs sv;
+
+	if (statvfs(mnt, &sv))
+		return -errno;
+	flags |= sv.f_flag & ST_NOSUID ? MS_NOSUID : 0;
+	flags |= sv.f_flag & ST_NODEV ? MS_NODEV : 0;
+	flags |= sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0;
+	flags |= sv.f_flag & ST_NOATIME ? MS_NOATIME : 0;
+	snprintf(opt, sizeof(opt), "huge=%s", huge_names[mode]);
+	return mount(NULL, mnt, NULL, flags, opt) ? -errno : 0;
+}
 uint64_t max_bytes, task_max;
 char dir[256];
 char *badbuf;		/* a PROT_NONE page: a bad user buffer */
@@ -427,7 +454,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const char *const names[] = { "pages", "tables", "morsels" };
-	uint64_t nops = 10000, total = 0, bad = 0, fallbacks = 0, per, hlimit;
+	uint64_t nops = 10000, total = 0, bad = 0, fallbacks = 0, made = 0, per, hlimit;
 	int i, seeded = 0, socks[MAXP][2], status;
 	long base[3], now[3];
 	const char *mnt = getenv("MORSEL_MNT"), *pg = getenv("MORSEL_PAGING");
@@ -473,8 +500,25 @@ int main(int argc, char **argv)
 	max_bytes = ext(max_order);
 	task_max = (l5 ? 1ULL << 56 : 1ULL << 47) - PG;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("fuzz: seed %" PRIu64 ", %" PRIu64 " ops, %d procs, %d-level paging%s\n",
-	       seed, nops, nprocs, l5 ? 5 : 4, lenient ? ", lenient" : "");
+	/*
+	 * The instance's huge= by the seed: three runs in four give files
+	 * that follow it 2 MiB leaves without asking (their own mode, set
+	 * by SET_HUGE ops, overrides it as before).
+	 */
+	{
+		static const int modes[] = { MORSEL_HUGE_NEVER, MORSEL_HUGE_WITHIN_SIZE,
+					     MORSEL_HUGE_ADVISE, MORSEL_HUGE_ALWAYS };
+		int err = set_inst_huge(mnt, modes[seed % 4]);
+
+		if (err)
+			fprintf(stderr, "fuzz: remount %s with huge=: %s; huge=never\n",
+				mnt, strerror(-err));
+		else
+			inst_huge = modes[seed % 4];
+	}
+	printf("fuzz: seed %" PRIu64 ", %" PRIu64 " ops, %d procs, %d-level paging, huge=%s%s\n",
+	       seed, nops, nprocs, l5 ? 5 : 4, huge_names[inst_huge],
+	       lenient ? ", lenient" : "");
 	printf("fuzz: replay with: tests/fuzz --seed %" PRIu64 " --ops %" PRIu64
 	       " --procs %d%s\n", seed, nops, nprocs, lenient ? " --lenient" : "");
 	for (i = 0; i < 3; i++)
@@ -544,12 +588,13 @@ int main(int argc, char **argv)
 		total += sh->w[i].ops;
 		bad += sh->w[i].mismatches;
 		fallbacks += sh->w[i].huge_fallbacks;
+		made += sh->w[i].huge_made;
 	}
 	secs = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("fuzz: %" PRIu64 " ops in %.1f s: %.0f ops/s\n", total, secs,
 	       secs > 0 ? total / secs : 0.0);
-	printf("fuzz: %" PRIu64 " 2 MiB leaves fell back to 4 KiB pages (no block)\n",
-	       fallbacks);
+	printf("fuzz: %" PRIu64 " 2 MiB leaves populated, %" PRIu64
+	       " fell back to 4 KiB pages (no block)\n", made, fallbacks);
 	if (stats)
 		print_stats();
 	/* nothing may be left behind */
@@ -589,6 +634,10 @@ int main(int argc, char **argv)
 			       base[i]);
 			bad++;
 		}
+	}
+	if (inst_huge != MORSEL_HUGE_NEVER && set_inst_huge(mnt, MORSEL_HUGE_NEVER)) {
+		printf("fuzz: MISMATCH remount huge=never: %s\n", strerror(errno));
+		bad++;
 	}
 	printf("fuzz: %" PRIu64 " ops, seed %" PRIu64 ", %" PRIu64 " mismatches\n",
 	       total, seed, bad);

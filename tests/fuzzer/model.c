@@ -308,10 +308,10 @@ static int huge_wanted(struct slot *sl, uint64_t c)
 {
 	if (W.hint == 2 || sl->order < 2 || (c + 1) * ext(1) > PALIGN(sl->size))
 		return 0;
-	if (sl->huge_mode == MORSEL_HUGE_ALWAYS ||
-	    sl->huge_mode == MORSEL_HUGE_WITHIN_SIZE)
+	if (huge_mode_of(sl) == MORSEL_HUGE_ALWAYS ||
+	    huge_mode_of(sl) == MORSEL_HUGE_WITHIN_SIZE)
 		return 1;
-	return sl->huge_mode == MORSEL_HUGE_ADVISE && W.hint == 1;
+	return huge_mode_of(sl) == MORSEL_HUGE_ADVISE && W.hint == 1;
 }
 
 /* Does a reserved range begin or end inside 2 MiB index @c? */
@@ -456,8 +456,7 @@ void runs_add(struct slot *sl, uint64_t a, uint64_t b)
 	if (a >= b)
 		return;
 	if (sl->order < 2 || (!sl->nhuge &&
-	    (sl->huge_mode == MORSEL_HUGE_NEVER ||
-	     sl->huge_mode == MORSEL_HUGE_INHERIT))) {
+	    huge_mode_of(sl) == MORSEL_HUGE_NEVER)) {
 		runs_insert(sl, a, b, 1);	/* no leaf, and none to come */
 		return;
 	}
@@ -472,6 +471,7 @@ void runs_add(struct slot *sl, uint64_t a, uint64_t b)
 		    !resv_straddles(sl, c) &&
 		    sl->nhuge < MODEL_HUGE && leaf_made(sl, hi, b)) {
 			sl->huge[sl->nhuge++] = c;
+			sh->w[W.id].huge_made++;
 			runs_insert(sl, ca, ca + HUGE_PAGES, 2);
 			sl->churn += 8;
 		} else {

@@ -254,8 +254,7 @@ void op_child(int s)
 	 * inherits would split a leaf at offset 0 when it touches it: touch
 	 * it here first.
 	 */
-	if (sl->huge_mode != MORSEL_HUGE_NEVER &&
-	    sl->huge_mode != MORSEL_HUGE_INHERIT)
+	if (huge_mode_of(sl) != MORSEL_HUGE_NEVER)
 		x_set_huge(s, fdi, MORSEL_HUGE_NEVER);
 	for (i = 0; i < W.nmaps && huge_find(sl, 0) >= 0; i++) {
 		struct mapent *m = &W.maps[i];
