@@ -65,8 +65,9 @@ struct morsel_pm {
 	struct dev_pagemap *pgmap;	/* held: unbinding waits for umount */
 	char *path;			/* pmem=, for /proc/mounts */
 	bool flush;
-	spinlock_t alloc_lock;		/* fs.used, hint, busy, held */
+	spinlock_t alloc_lock;		/* fs.used, hint, huge_hint, busy, held */
 	u64 hint;
+	u64 huge_hint;			/* where the next free 2 MiB run is sought */
 	struct list_head busy;
 	unsigned long *held;		/* pages reserved by fallocate, or NULL */
 	struct mutex ino_lock;		/* inode records, ino_hint */
@@ -1181,27 +1182,41 @@ static int pm_src_page_failed(void *priv, struct page *page)
  * back once the run is taken, so what is in use stays what 512 4 KiB
  * pages would use.  NULL when no such run is free: the caller falls back.
  */
+/* The first free run of 512 pages on a 2 MiB boundary in [@from, @to), or 0. */
+static u64 pm_free_run(unsigned long *map, u64 from, u64 to)
+{
+	u64 p;
+
+	for (p = from; p + MPM_HUGE_PAGES <= to; p += MPM_HUGE_PAGES)
+		if (find_next_bit(map, p + MPM_HUGE_PAGES, p) >= p + MPM_HUGE_PAGES)
+			return p;
+	return 0;
+}
+
 static struct page *pm_src_huge_alloc(void *priv, unsigned int held)
 {
 	struct morsel_pm *pm = priv;
 	unsigned long *map = (unsigned long *)pm->fs.used;
-	u64 n = pm->fs.nr_pages, p, q = 1;
+	u64 n = pm->fs.nr_pages, p, q = 1, start;
 	bool reaped = false;
 
 	spin_lock_bh(&pm->alloc_lock);
+	/* From the hint on, then from the start: a fault does not rescan all. */
+	start = max(round_down(pm->huge_hint, MPM_HUGE_PAGES), MPM_HUGE_PAGES);
 again:
-	for (p = MPM_HUGE_PAGES; p + MPM_HUGE_PAGES <= n; p += MPM_HUGE_PAGES)
-		if (find_next_bit(map, p + MPM_HUGE_PAGES, p) >= p + MPM_HUGE_PAGES)
-			break;
-	if (p + MPM_HUGE_PAGES > n && !reaped && !list_empty(&pm->busy)) {
+	p = pm_free_run(map, start, n);
+	if (!p)
+		p = pm_free_run(map, MPM_HUGE_PAGES, min(start + MPM_HUGE_PAGES - 1, n));
+	if (!p && !reaped && !list_empty(&pm->busy)) {
 		pm_reap_busy(pm);
 		reaped = true;
 		goto again;
 	}
-	if (p + MPM_HUGE_PAGES > n) {
+	if (!p) {
 		spin_unlock_bh(&pm->alloc_lock);
 		return NULL;
 	}
+	pm->huge_hint = p + MPM_HUGE_PAGES;
 	bitmap_set(map, p, MPM_HUGE_PAGES);
 	while (pm->held && held--) {
 		q = find_next_bit(pm->held, n, q);

@@ -393,10 +393,34 @@ static uint64_t pfn_any(void *addr)
  * page alone leaves the file, its 511 neighbours keep their bytes and
  * their frames; a punch and a write make it a new page.
  */
+/*
+ * The file @fd of @npages (1024) filled in mode always: two 2 MiB leaves.
+ * Returns its shared mapping; *@pfn is page @k's frame, *@pfn0 that of
+ * page 512, the first of @k's leaf, whose frames are one run in order.
+ */
+static char *two_leaves(struct __test_metadata *_metadata, int fd,
+			unsigned int npages, unsigned int k, uint64_t *pfn,
+			uint64_t *pfn0)
+{
+	struct morsel_huge h = { .mode = MORSEL_HUGE_ALWAYS };
+	struct morsel_stat st;
+	char *map;
+
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
+	ASSERT_EQ(0, fill(fd, npages));
+	ASSERT_EQ(0, morsel_stat(fd, &st));
+	ASSERT_EQ(2, st.huge);
+	map = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	*pfn = pfn_any(map + k * PG);
+	*pfn0 = pfn_any(map + 512 * PG);
+	ASSERT_EQ(*pfn0 + (k - 512), *pfn);	/* one block, in order */
+	return map;
+}
+
 TEST(a_page_of_a_2m_leaf_fails)
 {
 	unsigned int npages = 1024, k = 600, i;
-	struct morsel_huge h = { .mode = MORSEL_HUGE_ALWAYS };
 	int fd = fresh(mpath("me_huge"), (uint64_t)npages * PG);
 	long corrupted = hw_corrupted_kb(), splits;
 	struct morsel_stat st;
@@ -404,17 +428,9 @@ TEST(a_page_of_a_2m_leaf_fails)
 	char *map, c;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
-	ASSERT_EQ(0, fill(fd, npages));
-	ASSERT_EQ(0, morsel_stat(fd, &st));
-	ASSERT_EQ(2, st.huge);
-	map = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ASSERT_NE(MAP_FAILED, map);
+	map = two_leaves(_metadata, fd, npages, k, &pfn, &pfn0);
 	ASSERT_EQ(fill_of(k), map[k * PG]);
-	pfn = pfn_any(map + k * PG);
-	pfn0 = pfn_any(map + 512 * PG);
 	ASSERT_NE(0, pfn);
-	ASSERT_EQ(pfn0 + (k - 512), pfn);	/* one block, in order */
 	splits = morsel_counter("huge_splits");
 	ASSERT_EQ(0, madvise(map + k * PG, PG, MADV_HWPOISON));
 	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());
@@ -673,7 +689,6 @@ TEST_F(pm, a_file_page_fails_and_stays_failed)
 TEST_F(pm, a_page_of_a_device_leaf_fails)
 {
 	unsigned int npages = 1024, k = 600;
-	struct morsel_huge h = { .mode = MORSEL_HUGE_ALWAYS };
 	struct morsel_stat st;
 	int fd = open(p("h"), O_RDWR | O_CREAT, 0644);
 	uint64_t pfn, pfn0;
@@ -681,15 +696,7 @@ TEST_F(pm, a_page_of_a_device_leaf_fails)
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, (off_t)npages * PG));
-	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_SET_HUGE, &h));
-	ASSERT_EQ(0, fill(fd, npages));
-	ASSERT_EQ(0, morsel_stat(fd, &st));
-	ASSERT_EQ(2, st.huge);
-	map = mmap(NULL, npages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ASSERT_NE(MAP_FAILED, map);
-	pfn = pfn_any(map + k * PG);
-	pfn0 = pfn_any(map + 512 * PG);
-	ASSERT_EQ(pfn0 + (k - 512), pfn);	/* one run of the device */
+	map = two_leaves(_metadata, fd, npages, k, &pfn, &pfn0);
 	ASSERT_EQ(0, madvise(map + k * PG, PG, MADV_HWPOISON));
 	ASSERT_EQ(0, morsel_stat(fd, &st));
 	EXPECT_EQ(1, st.huge);
