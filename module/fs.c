@@ -774,8 +774,8 @@ static const struct constant_table morsel_huge_names[] = {
 };
 
 /*
- * size= and nr_inodes= always; huge= and mode=, uid=, gid= when not the
- * default.  A persistent instance: pmem= and huge=.
+ * size= and nr_inodes= always; huge=, huge1g= and mode=, uid=, gid= when
+ * not the default.  A persistent instance: pmem= and huge=.
  */
 static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
@@ -794,6 +794,8 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 	if (sbi->huge != MORSEL_HUGE_NEVER)
 		seq_printf(seq, ",huge=%s",
 			   morsel_huge_names[sbi->huge].name);
+	if (sbi->huge1g)
+		seq_printf(seq, ",huge1g=%lu", sbi->huge1g);
 	if (sbi->mode != MORSEL_ROOT_MODE)
 		seq_printf(seq, ",mode=%03ho", sbi->mode);
 	if (!uid_eq(sbi->uid, GLOBAL_ROOT_UID))
@@ -866,7 +868,7 @@ static const struct super_operations morsel_sops = {
 };
 
 enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM,
-	OPT_HUGE };
+	OPT_HUGE, OPT_HUGE1G };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
@@ -876,6 +878,7 @@ static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_gid("gid", OPT_GID),
 	fsparam_string("pmem", OPT_PMEM),
 	fsparam_enum("huge", OPT_HUGE, morsel_huge_names),
+	fsparam_u32("huge1g", OPT_HUGE1G),
 	{}
 };
 
@@ -886,8 +889,9 @@ struct morsel_opts {
 	kuid_t uid;
 	kgid_t gid;
 	char *pmem;
-	unsigned int huge;
+	unsigned int huge, huge1g;
 	bool has_blocks, has_inodes, has_mode, has_uid, has_gid, has_huge;
+	bool has_huge1g;
 };
 
 /*
@@ -957,6 +961,10 @@ static int morsel_parse_param(struct fs_context *fc,
 		o->huge = result.uint_32;
 		o->has_huge = true;
 		return 0;
+	case OPT_HUGE1G:
+		o->huge1g = result.uint_32;
+		o->has_huge1g = true;
+		return 0;
 	case OPT_PMEM:
 		if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE)
 			return invalfc(fc, "pmem= cannot change on remount");
@@ -980,6 +988,25 @@ static int morsel_parse_param(struct fs_context *fc,
 	return 0;
 }
 
+/*
+ * huge1g=: the 1 GiB reserve of a volatile instance (pool.c) takes or
+ * gives back blocks until it holds @n; 1 GiB leaves are made while @n is
+ * not 0.  On failure the reserve stays as it was.
+ */
+static int set_huge1g(struct fs_context *fc, struct morsel_sb *sbi,
+		      unsigned int n)
+{
+	int err = morsel_pool_resize(&sbi->pool, n);
+
+	if (err == -ENOMEM)
+		errorfc(fc, "huge1g=%u: not so many free 1 GiB blocks", n);
+	if (err)
+		return err;
+	sbi->huge1g = n;
+	WRITE_ONCE(sbi->ram.huge, n ? BIT(1) | BIT(2) : BIT(1));
+	return 0;
+}
+
 static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 {
 	struct morsel_opts *o = fc->fs_private;
@@ -992,6 +1019,12 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->uid = o->has_uid ? o->uid : current_fsuid();
 	sbi->gid = o->has_gid ? o->gid : current_fsgid();
 	sbi->huge = o->has_huge ? o->huge : MORSEL_HUGE_NEVER;
+	if (o->has_huge1g && !o->pmem) {
+		int err = set_huge1g(fc, sbi, o->huge1g);
+
+		if (err)
+			return err;
+	}
 
 	sb->s_maxbytes = morsel_extent(pgtable_l5_enabled() ? 4 : 3);
 	sb->s_blocksize = PAGE_SIZE;
@@ -1112,6 +1145,8 @@ static int morsel_get_tree(struct fs_context *fc)
 	 */
 	if (o->pmem && pm_opts_bad(o))
 		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
+	if (o->pmem && o->has_huge1g)
+		return invalfc(fc, "pmem: no huge1g= (1 GiB leaves are RAM's)");
 	/*
 	 * The instance's morsel_sb goes to sget_fc, which makes it
 	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
@@ -1120,7 +1155,9 @@ static int morsel_get_tree(struct fs_context *fc)
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
-	sbi->src = &morsel_ram_source;	/* a device's replaces it (pm.c) */
+	morsel_pool_init(&sbi->pool);
+	morsel_ram_source_init(&sbi->ram, &sbi->pool);
+	sbi->src = &sbi->ram;	/* a device's replaces it (pm.c) */
 	fc->s_fs_info = sbi;
 	if (o->pmem)
 		return get_pm_tree(fc, o->pmem);
@@ -1147,6 +1184,8 @@ static int morsel_reconfigure(struct fs_context *fc)
 	 */
 	if (sbi->pm && pm_opts_bad(o))
 		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
+	if (sbi->pm && o->has_huge1g)
+		return invalfc(fc, "pmem: no huge1g= (1 GiB leaves are RAM's)");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
@@ -1154,6 +1193,13 @@ static int morsel_reconfigure(struct fs_context *fc)
 	    (long)o->inodes * MORSEL_BOGO_INODE <
 	    atomic_long_read(&sbi->ispace))
 		return invalfc(fc, "nr_inodes below the inodes in use");
+	/* The one change that can fail, before the others. */
+	if (o->has_huge1g) {
+		int err = set_huge1g(fc, sbi, o->huge1g);
+
+		if (err)
+			return err;
+	}
 	if (o->has_blocks)
 		WRITE_ONCE(sbi->max_blocks, o->blocks);
 	if (o->has_inodes)
@@ -1215,6 +1261,7 @@ static void morsel_kill_sb(struct super_block *sb)
 
 	kill_litter_super(sb);
 	morsel_pm_unmount(sb);
+	morsel_pool_destroy(&sbi->pool);
 	kfree_rcu(sbi, rcu);	/* pm_sb_test may still read it */
 }
 

@@ -83,7 +83,8 @@ static long ioc_stat(struct morsel *m, struct file *file,
 
 	if (copy_from_user(&st, arg, sizeof(st)))
 		return -EFAULT;
-	if (st.flags || !all_zero(st.reserved, sizeof(st.reserved)))
+	if (st.flags || st.huge1g ||
+	    !all_zero(st.reserved, sizeof(st.reserved)))
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	mutex_lock(&m->lock);
@@ -97,6 +98,7 @@ static long ioc_stat(struct morsel *m, struct file *file,
 	st.bound = m->bound;
 	st.min_order = m->min_order;
 	st.huge = atomic_long_read(&m->nr_huge);
+	st.huge1g = atomic_long_read(&m->nr_huge1g);
 	st.huge_mode = morsel_huge_mode(m);
 	mutex_unlock(&m->lock);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
@@ -174,7 +176,7 @@ static long ioc_set_huge(struct inode *inode, struct morsel *m,
 	if (h.flags || !all_zero(h.reserved, sizeof(h.reserved)) ||
 	    h.mode > MORSEL_HUGE_INHERIT)
 		return -EINVAL;
-	if (!src_has_huge(m->src) && h.mode != MORSEL_HUGE_NEVER &&
+	if (!src_has_huge(m->src, 1) && h.mode != MORSEL_HUGE_NEVER &&
 	    h.mode != MORSEL_HUGE_INHERIT)
 		return -EOPNOTSUPP;
 	inode_lock(inode);

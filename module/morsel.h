@@ -4,7 +4,9 @@
  *   tree.c   the morsel's own page-table tree (populate, free, re-root)
  *   source.c where its tables and pages come from (source.h): RAM here,
  *            a device in pm.c
- *   huge.c   when a hole gets a 2 MiB leaf (huge= and its overrides)
+ *   huge.c   when a hole gets a 2 MiB or 1 GiB leaf (huge= and its
+ *            overrides)
+ *   pool.c   the 1 GiB blocks a volatile instance reserves (huge1g=)
  *   mount.c  mounting a morsel into processes (fault, unmount, vm_ops)
  *   fs.c     morselfs: super block, inodes, mount options
  *   xattr.c  extended attributes and POSIX ACLs
@@ -50,6 +52,30 @@ typedef u64 mentry_t;
 #define MORSEL_POISON	((mentry_t)MPM_POISON)
 
 /**
+ * struct morsel_pool - a volatile instance's 1 GiB reserve (pool.c)
+ * @lock:    guards the rest.
+ * @free:    the free blocks, by their first page's lru.
+ * @nr_free: blocks on @free.
+ * @nr_used: blocks under 1 GiB leaves.
+ * @want:    how many blocks it should hold (huge1g=).
+ */
+struct morsel_pool {
+	spinlock_t lock;	/* the free list and the counts */
+	struct list_head free;
+	unsigned long nr_free;
+	unsigned long nr_used;
+	unsigned long want;
+};
+
+void morsel_pool_init(struct morsel_pool *p);
+int morsel_pool_resize(struct morsel_pool *p, unsigned long want);
+struct page *morsel_pool_get(struct morsel_pool *p);
+void morsel_pool_split(struct morsel_pool *p);
+void morsel_pool_put(struct morsel_pool *p, struct page *first);
+void morsel_pool_destroy(struct morsel_pool *p);
+unsigned long morsel_pool_free(struct morsel_pool *p);
+
+/**
  * struct morsel_sb - one morselfs instance (sb->s_fs_info), see fs.c
  * @max_blocks: size= limit in pages (data pages and tables), 0: none.
  * @max_inodes: nr_inodes= limit, 0: none.
@@ -63,6 +89,9 @@ typedef u64 mentry_t;
  * @pm:         the persistent device (pm.c), or NULL for a volatile one.
  * @src:        where its tables and pages come from: morsel_ram_source, or
  *              the device's (pm.c), set with @pm.
+ * @ram:        the RAM source (source.c) of a volatile instance: @src.
+ * @pool:       its 1 GiB reserve (pool.c), @ram's context.
+ * @huge1g:     huge1g= (blocks the reserve was asked to hold).
  * @pm_dev:     that device's number, set before the super block exists and
  *              never changed: a second mount of the device finds this
  *              instance by it (fs.c get_pm_tree); 0 when volatile.
@@ -83,6 +112,9 @@ struct morsel_sb {
 	kuid_t uid;
 	kgid_t gid;
 	unsigned int huge;
+	unsigned long huge1g;
+	struct morsel_source ram;
+	struct morsel_pool pool;
 };
 
 /**
@@ -111,6 +143,9 @@ struct morsel_sb {
  * @bound:      address every mapping must use, or 0.
  * @nr_pages:   populated data pages.
  * @nr_huge:    2 MiB leaves (each 512 of @nr_pages).
+ * @nr_huge1g:  1 GiB leaves (each 262144 of @nr_pages).
+ * @had_huge1g: a 1 GiB leaf was ever published (mount.c flushes then
+ *              wait for GUP's readers of PUD leaves; never cleared).
  * @huge:       MORSEL_HUGE_* for this file, or MORSEL_HUGE_INHERIT.
  * @nr_tables:  table pages per level (index level - 1).
  * @sbi:        the file system instance, charged for pages and tables.
@@ -137,6 +172,8 @@ struct morsel {
 	u64 bound;
 	atomic_long_t nr_pages;
 	atomic_long_t nr_huge;
+	atomic_long_t nr_huge1g;
+	bool had_huge1g;
 	unsigned int huge;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
 	struct morsel_sb *sbi;
@@ -192,7 +229,7 @@ void morsel_forget(struct morsel *m);
 int morsel_adopt_tree(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off, int hint);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint);
-int morsel_split(struct morsel *m, u64 off);
+int morsel_split(struct morsel *m, u64 off, int level);
 int morsel_collapse(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
 loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
@@ -215,7 +252,7 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 #define MORSEL_HINT_REFUSED	2	/* MADV_NOHUGEPAGE */
 int morsel_vma_hint(const struct vm_area_struct *vma);
 unsigned int morsel_huge_mode(struct morsel *m);
-bool morsel_huge_wanted(struct morsel *m, u64 off, int hint);
+int morsel_huge_wanted(struct morsel *m, u64 off, int hint);
 
 /* mount.c */
 extern const struct vm_operations_struct morsel_vm_ops;
@@ -333,6 +370,10 @@ extern atomic_long_t morsel_stat_huge;
 extern atomic_long_t morsel_stat_huge_fallbacks;
 extern atomic_long_t morsel_stat_huge_splits;
 extern atomic_long_t morsel_stat_huge_collapses;
+extern atomic_long_t morsel_stat_huge1g;
+extern atomic_long_t morsel_stat_huge1g_splits;
+extern atomic_long_t morsel_stat_huge1g_fallbacks;
+extern atomic_long_t morsel_stat_huge1g_free;	/* pool.c */
 int morsel_stats_init(void);
 void morsel_stats_exit(void);
 

@@ -190,13 +190,14 @@ static int mount(struct vm_area_struct *vma)
 	struct page *page = NULL;
 
 	/*
-	 * An order-1 mapping mounts the PTE table of the first 2 MiB: a 2 MiB
-	 * leaf there becomes one (tree.c: nothing moves), and none comes
-	 * back while the mapping exists (a leaf goes only into an empty
-	 * slot, and tables of a mapped morsel stay).
+	 * An order-1 (order-2) mapping mounts the PTE (PMD) table of the
+	 * first 2 MiB (1 GiB): a huge leaf there becomes one (tree.c:
+	 * nothing moves), and none comes back while the mapping exists (a
+	 * leaf goes only into an empty slot, and tables of a mapped morsel
+	 * stay).
 	 */
-	if (map->order == 1) {
-		int err = morsel_split(vma_morsel(vma), 0);
+	if (map->order == 1 || map->order == 2) {
+		int err = morsel_split(vma_morsel(vma), 0, map->order);
 
 		if (err)
 			return err;
@@ -362,6 +363,15 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
  * fault that read a leaf before it was cleared sees the invalidation and
  * retries, one after it finds the hole.  Offsets into the morsel.  Caller
  * holds m->lock, so every VMA on the list (and its mm) stays alive.
+ *
+ * GUP's slow path reads a 1 GiB leaf under its own mm's page_table_lock
+ * (pud_lock) and takes its page reference before it lets go; a split or
+ * a clear of the leaf (tree.c) cannot take every mapper's lock.  So once
+ * a morsel has had such a leaf, each mapper's page_table_lock is taken
+ * and released here too: a GUP that read the leaf before it changed has
+ * its reference by then, and one after it finds the new entry, before
+ * the caller frees any page.  (2 MiB and 4 KiB leaves change under the
+ * split lock GUP holds for them; see tree.c.)
  */
 void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
 {
@@ -379,6 +389,10 @@ void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
 		mmu_notifier_invalidate_cleared(vma->vm_mm,
 						vma->vm_start + start,
 						vma->vm_start + stop);
+		if (READ_ONCE(m->had_huge1g) && map->order >= 3) {
+			spin_lock(&vma->vm_mm->page_table_lock);
+			spin_unlock(&vma->vm_mm->page_table_lock);
+		}
 		cond_resched();
 	}
 }

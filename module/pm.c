@@ -1193,7 +1193,8 @@ static u64 pm_free_run(unsigned long *map, u64 from, u64 to)
 	return 0;
 }
 
-static struct page *pm_src_huge_alloc(void *priv, unsigned int held)
+static struct page *pm_src_huge_alloc(void *priv, int level,
+				      unsigned long held)
 {
 	struct morsel_pm *pm = priv;
 	unsigned long *map = (unsigned long *)pm->fs.used;
@@ -1392,7 +1393,7 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	pm->hint = 1;
 	pm->ino_hint = MPM_ROOT_INO + 1;
 	/* A leaf's address must be 2 MiB aligned for the MMU. */
-	pm->src.huge = IS_ALIGNED(pm->fs.phys, PMD_SIZE);
+	pm->src.huge = IS_ALIGNED(pm->fs.phys, PMD_SIZE) ? BIT(1) : 0;
 	atomic64_set(&pm->nr_inodes, pm->fs.st.inodes);
 	sbi->pm = pm;
 	sbi->src = &pm->src;

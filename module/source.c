@@ -21,7 +21,7 @@
 #include <linux/string.h>
 #include <asm/pgalloc.h>
 
-#include "source.h"
+#include "morsel.h"
 
 #define DATA_GFP	(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT)
 
@@ -68,21 +68,46 @@ static unsigned int ram_pages_alloc(void *priv, unsigned int nr,
 }
 
 /*
- * One order-9 block, split into 512 pages at once (split_page also splits
- * the memcg charge): a 2 MiB leaf is 512 ordinary pages that happen to be
- * contiguous, so a punch inside it frees exactly what it punches (tree.c).
- * Without reclaim or compaction beyond a light attempt, as THP's defrag
- * default ("madvise") does for faults that did not ask for it: the caller
- * falls back to 4 KiB pages and counts that.
+ * A 2 MiB block: one order-9 block, split into 512 pages at once
+ * (split_page also splits the memcg charge): a 2 MiB leaf is 512 ordinary
+ * pages that happen to be contiguous, so a punch inside it frees exactly
+ * what it punches (tree.c).  Without reclaim or compaction beyond a light
+ * attempt, as THP's defrag default ("madvise") does for faults that did
+ * not ask for it: the caller falls back to 4 KiB pages and counts that.
+ * A 1 GiB block comes from the instance's reserve (pool.c), uncharged.
  */
-static struct page *ram_huge_alloc(void *priv, unsigned int held)
+static struct page *ram_huge_alloc(void *priv, int level, unsigned long held)
 {
-	struct page *page = alloc_pages(DATA_GFP | __GFP_NORETRY | __GFP_NOWARN,
-					PMD_SHIFT - PAGE_SHIFT);
+	struct page *page;
 
+	if (level == 2)
+		return morsel_pool_get(priv);
+	page = alloc_pages(DATA_GFP | __GFP_NORETRY | __GFP_NOWARN,
+			   PMD_SHIFT - PAGE_SHIFT);
 	if (page)
 		split_page(page, PMD_SHIFT - PAGE_SHIFT);
 	return page;
+}
+
+static void ram_page_free(void *priv, struct page *page);
+
+/* A whole 1 GiB leaf's block may go back to the reserve. */
+static void ram_huge_free(void *priv, struct page *page, int level)
+{
+	unsigned long i;
+
+	if (level == 2) {
+		morsel_pool_put(priv, page);
+		return;
+	}
+	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+		ram_page_free(priv, page + i);
+}
+
+static void ram_huge_split(void *priv, int level)
+{
+	if (level == 2)
+		morsel_pool_split(priv);
 }
 
 /* The tree's reference goes; a GUP pin keeps the page alive. */
@@ -97,14 +122,21 @@ static const struct morsel_source_ops ram_ops = {
 	.page_alloc = ram_page_alloc,
 	.pages_alloc = ram_pages_alloc,
 	.huge_alloc = ram_huge_alloc,
+	.huge_free = ram_huge_free,
+	.huge_split = ram_huge_split,
 	.page_free = ram_page_free,
 };
 
-const struct morsel_source morsel_ram_source = {
-	.ops = &ram_ops,
-	.full_errno = -ENOMEM,
-	.huge = true,
-};
+/* 1 GiB leaves only once the reserve is set (fs.c: huge1g=). */
+void morsel_ram_source_init(struct morsel_source *s, void *pool)
+{
+	*s = (struct morsel_source) {
+		.ops = &ram_ops,
+		.priv = pool,
+		.full_errno = -ENOMEM,
+		.huge = BIT(1),
+	};
+}
 
 void morsel_batch_init(const struct morsel_source *s, struct morsel_batch *b)
 {

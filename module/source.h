@@ -9,6 +9,8 @@
 #ifndef MORSEL_SOURCE_H
 #define MORSEL_SOURCE_H
 
+#include <linux/bits.h>
+#include <linux/compiler.h>
 #include <linux/list.h>
 #include <linux/mm_types.h>
 #include <linux/types.h>
@@ -25,13 +27,19 @@
  * @page_alloc:   a zeroed data page, or NULL; @held as for @table_alloc.
  * @pages_alloc:  up to @nr zeroed data pages into @pages, the first @held
  *                of them from what @hold held.  Return: how many.
- * @huge_alloc:   512 zeroed data pages, physically contiguous and 2 MiB
- *                aligned, each a page of its own (own reference count and
- *                charge, freed one by one with @page_free), for one 2 MiB
- *                leaf; the first, or NULL when none is free (the caller
- *                falls back to 4 KiB pages).  @held of them stand for
- *                pages @hold held, which the medium gives back instead.
- *                Only called when the source's @huge is set.
+ * @huge_alloc:   the zeroed data pages of one leaf of @level (1: 512 pages,
+ *                2 MiB; 2: 262144 pages, 1 GiB), physically contiguous
+ *                and aligned to their size, each a page of its own (own
+ *                reference count, freed one by one with @page_free); the
+ *                first, or NULL when none is free (the caller falls back
+ *                to smaller leaves).  @held of them stand for pages @hold
+ *                held, which the medium gives back instead.  Only called
+ *                for a level in the source's @huge.
+ * @huge_free:    the pages of a leaf of @level whose entry is gone (and
+ *                flushed) as a whole, so the medium may keep the block
+ *                together.  NULL: each goes to @page_free.
+ * @huge_split:   a leaf of @level over a block of the medium was split:
+ *                its pages will go back one by one.  NULL: nothing to do.
  * @huge_ready:   the medium is about to hold its first 2 MiB leaf (a
  *                device's format says it may).  NULL: nothing to do.
  * @page_free:    a data page whose leaf is gone and flushed (or was never
@@ -54,7 +62,9 @@ struct morsel_source_ops {
 	struct page *(*page_alloc)(void *priv, bool held);
 	unsigned int (*pages_alloc)(void *priv, unsigned int nr,
 				    unsigned int held, struct page **pages);
-	struct page *(*huge_alloc)(void *priv, unsigned int held);
+	struct page *(*huge_alloc)(void *priv, int level, unsigned long held);
+	void (*huge_free)(void *priv, struct page *page, int level);
+	void (*huge_split)(void *priv, int level);
 	void (*huge_ready)(void *priv);
 	void (*page_free)(void *priv, struct page *page);
 	int (*page_failed)(void *priv, struct page *page);
@@ -78,8 +88,11 @@ struct morsel_source_ops {
  *                the medium keeps the order in the root word (pm_format.h).
  * @keeps_failed: a failed page stays allocated for good (a device's
  *                bad-page tree); otherwise it is freed once unpinned.
- * @huge:         the medium gives 2 MiB blocks (@huge_alloc): RAM, and a
- *                device whose physical address is 2 MiB aligned.
+ * @huge:         the leaf levels the medium gives blocks for (@huge_alloc),
+ *                as bits: BIT(1) 2 MiB (RAM, and a device whose physical
+ *                address is 2 MiB aligned), BIT(2) 1 GiB (RAM with a
+ *                huge1g= reserve, pool.c).  Read with READ_ONCE: a remount
+ *                changes BIT(2).
  */
 struct morsel_source {
 	const struct morsel_source_ops *ops;
@@ -88,11 +101,14 @@ struct morsel_source {
 	unsigned int batch;
 	bool root_table;
 	bool keeps_failed;
-	bool huge;
+	unsigned int huge;
 };
 
-/* RAM: the page allocator, charged to the allocating task's memcg. */
-extern const struct morsel_source morsel_ram_source;
+/*
+ * RAM: the page allocator, charged to the allocating task's memcg; @priv
+ * is the instance's 1 GiB reserve (struct morsel_pool, pool.c).
+ */
+void morsel_ram_source_init(struct morsel_source *s, void *pool);
 
 static inline struct ptdesc *src_table_alloc(const struct morsel_source *s,
 					     bool held)
@@ -126,16 +142,39 @@ static inline unsigned int src_pages_alloc(const struct morsel_source *s,
 	return s->ops->pages_alloc(s->priv, nr, held, pages);
 }
 
-/* Whether the medium can give 2 MiB blocks at all. */
-static inline bool src_has_huge(const struct morsel_source *s)
+/* Pages under one leaf of @level (0: a 4 KiB page, 1: 2 MiB, 2: 1 GiB). */
+#define MORSEL_LEAF_PAGES(level)	(1UL << (9 * (level)))
+
+/* Whether the medium gives blocks for leaves of @level (1 or 2) at all. */
+static inline bool src_has_huge(const struct morsel_source *s, int level)
 {
-	return s->huge;
+	return READ_ONCE(s->huge) & BIT(level);
 }
 
 static inline struct page *src_huge_alloc(const struct morsel_source *s,
-					  unsigned int held)
+					  int level, unsigned long held)
 {
-	return s->ops->huge_alloc(s->priv, held);
+	return s->ops->huge_alloc(s->priv, level, held);
+}
+
+/* A whole leaf's pages, gone from the tree and flushed. */
+static inline void src_huge_free(const struct morsel_source *s,
+				 struct page *page, int level)
+{
+	unsigned long i;
+
+	if (s->ops->huge_free) {
+		s->ops->huge_free(s->priv, page, level);
+		return;
+	}
+	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+		s->ops->page_free(s->priv, page + i);
+}
+
+static inline void src_huge_split(const struct morsel_source *s, int level)
+{
+	if (s->ops->huge_split)
+		s->ops->huge_split(s->priv, level);
 }
 
 /* Before a 2 MiB leaf is stored into a tree of the medium. */

@@ -6,7 +6,10 @@
  * the module was loaded); of 2 MiB leaves: huge (in trees now),
  * huge_fallbacks (a 2 MiB leaf was wanted and 4 KiB pages came instead:
  * no free block, or no charge), huge_splits and huge_collapses (since the
- * module was loaded).  Plain atomics; no locking.
+ * module was loaded); of 1 GiB leaves: huge1g (in trees now), huge1g_free
+ * (free blocks in the reserves of all instances, pool.c), huge1g_fallbacks
+ * (a 1 GiB leaf was wanted and smaller leaves came instead) and
+ * huge1g_splits.  Plain atomics; no locking.
  */
 #include <linux/fs.h>
 #include <linux/kobject.h>
@@ -23,6 +26,9 @@ atomic_long_t morsel_stat_huge;
 atomic_long_t morsel_stat_huge_fallbacks;
 atomic_long_t morsel_stat_huge_splits;
 atomic_long_t morsel_stat_huge_collapses;
+atomic_long_t morsel_stat_huge1g;
+atomic_long_t morsel_stat_huge1g_fallbacks;
+atomic_long_t morsel_stat_huge1g_splits;
 
 static struct kobject *morsel_kobj;
 
@@ -43,6 +49,10 @@ MORSEL_COUNTER(huge);
 MORSEL_COUNTER(huge_fallbacks);
 MORSEL_COUNTER(huge_splits);
 MORSEL_COUNTER(huge_collapses);
+MORSEL_COUNTER(huge1g);
+MORSEL_COUNTER(huge1g_free);
+MORSEL_COUNTER(huge1g_fallbacks);
+MORSEL_COUNTER(huge1g_splits);
 
 static struct attribute *morsel_attrs[] = {
 	&pages_attr.attr,
@@ -53,6 +63,10 @@ static struct attribute *morsel_attrs[] = {
 	&huge_fallbacks_attr.attr,
 	&huge_splits_attr.attr,
 	&huge_collapses_attr.attr,
+	&huge1g_attr.attr,
+	&huge1g_free_attr.attr,
+	&huge1g_fallbacks_attr.attr,
+	&huge1g_splits_attr.attr,
 	NULL,
 };
 

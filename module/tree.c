@@ -75,6 +75,15 @@
  *   place when the 512 pages are the contiguous ones a split left, else
  *   by copying into a new block with no mapping, page-by-page or mounted,
  *   and no pin (morsel_collapse).
+ * - 1 GiB leaves: an entry of a level-3 (PUD) table may map 262144 pages,
+ *   a block of the instance's reserve (pool.c), published like a 2 MiB
+ *   leaf.  It splits into a PMD table of 512 2 MiB leaves over the same
+ *   pages, by cmpxchg alone: PUD tables have no split lock, and GUP reads
+ *   a PUD leaf under its own mm's page_table_lock, so before any page
+ *   that was under such a leaf is freed, morsel_flush_mappers takes every
+ *   mapper's page_table_lock once (mount.c).  A whole leaf that goes
+ *   gives its block back to the source as one (src_huge_free); a split
+ *   one's pages go one by one.  Collapsing makes 2 MiB leaves only.
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -244,21 +253,26 @@ static inline bool entry_huge(mentry_t e)
 	return e & _PAGE_PSE;
 }
 
-static mentry_t huge_entry(struct page *page)
+/* The entry of a leaf of @level (1: 2 MiB, PMD; 2: 1 GiB, PUD). */
+static mentry_t huge_entry(struct page *page, int level)
 {
-	pmd_t pmd = pfn_pmd(page_to_pfn(page),
-			    pgprot_encrypted(PAGE_SHARED_EXEC));
+	pgprot_t prot = pgprot_encrypted(PAGE_SHARED_EXEC);
+	pmd_t pmd;
+	pud_t pud;
 
+	if (level == 2) {
+		pud = pfn_pud(page_to_pfn(page), prot);
+		return pud_val(pud_mkspecial(pud_mkdirty(pud_mkyoung(pud_mkhuge(pud)))));
+	}
+	pmd = pfn_pmd(page_to_pfn(page), prot);
 	return pmd_val(pmd_mkspecial(pmd_mkdirty(pmd_mkyoung(pmd_mkhuge(pmd)))));
 }
 
-/* The page at byte offset @off under the leaf @e (4 KiB or 2 MiB). */
-static struct page *leaf_page(mentry_t e, u64 off)
+/* The page at byte offset @off under the leaf @e of @level (walk_to). */
+static struct page *leaf_page(mentry_t e, u64 off, int level)
 {
-	struct page *page = entry_page(e);
-
-	return entry_huge(e) ? page + ((off >> PAGE_SHIFT) & (HUGE_NR - 1)) :
-			       page;
+	return entry_page(e) +
+	       ((off >> PAGE_SHIFT) & (MORSEL_LEAF_PAGES(level) - 1));
 }
 
 /*
@@ -314,20 +328,26 @@ static void page_unused(struct morsel *m, struct page *page)
 	morsel_uncharge(m, 1);
 }
 
-/* Count @nr 2 MiB leaves published (or, negative, gone). */
-static void huge_added(struct morsel *m, long nr)
+/* Count @nr leaves of @level published (or, negative, gone). */
+static void huge_added(struct morsel *m, int level, long nr)
 {
+	if (level == 2) {
+		atomic_long_add(nr, &m->nr_huge1g);
+		atomic_long_add(nr, &morsel_stat_huge1g);
+		return;
+	}
 	atomic_long_add(nr, &m->nr_huge);
 	atomic_long_add(nr, &morsel_stat_huge);
 }
 
-/* The 512 pages of a 2 MiB leaf whose entry is gone (and flushed) go. */
-static void huge_release(struct morsel *m, struct page *page)
+/* The pages of a leaf of @level whose entry is gone (and flushed) go. */
+static void huge_release(struct morsel *m, struct page *page, int level)
 {
-	unsigned int i;
+	unsigned long i;
 
-	for (i = 0; i < HUGE_NR; i++)
-		page_release(m, page + i);
+	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+		page_disowned(m, page + i);
+	src_huge_free(m->src, page, level);
 }
 
 /* Publish @new in the empty @slot; on a lost race return the winner. */
@@ -384,9 +404,11 @@ static unsigned int snapshot(struct morsel *m, mentry_t *root)
 /*
  * Walk to the entry for byte offset @off (below the extent of the order
  * read at the start) that points at an object of level @stop: the leaf
- * entry (@stop 0; a 2 MiB leaf on the way ends the walk there, at its
- * slot in the level-2 table) or the level-2 table's entry (@stop 1; the
- * caller checks that the order is at least 2).  With @alloc, missing
+ * entry (@stop 0), or the entry of a level-(@stop + 1) table (the caller
+ * checks that the order is above @stop).  A huge leaf on the way (2 MiB
+ * in a level-2 table, 1 GiB in a level-3 one) ends the walk at its slot;
+ * *@lvl (if given) receives the level of the entry returned: 0 for a
+ * 4 KiB leaf, 1 for 2 MiB, 2 for 1 GiB (leaf_page).  With @alloc, missing
  * tables are created and published lock-free; without, a missing table
  * ends the walk and, if @hole is given, *@hole is set to the bytes the
  * missing object would cover (aligned, so the walk can skip them).
@@ -396,7 +418,7 @@ static unsigned int snapshot(struct morsel *m, mentry_t *root)
  * -ENOSPC).
  */
 static mentry_t *walk_to(struct morsel *m, u64 off, int stop, bool alloc,
-			 u64 *hole, mentry_t *leaf)
+			 u64 *hole, mentry_t *leaf, int *lvl)
 {
 	mentry_t *slot, e;
 	int level, order;
@@ -409,8 +431,10 @@ again:
 	for (; level > stop; level--) {
 		if (slot != m->rootp)
 			e = READ_ONCE(*slot);
-		if (level == 1 && slot != m->rootp && entry_huge(e)) {
+		if (level <= 2 && slot != m->rootp && entry_huge(e)) {
 			*leaf = e;	/* as read: a split may follow */
+			if (lvl)
+				*lvl = level;
 			return slot;
 		}
 		if (!e && !alloc) {
@@ -438,116 +462,159 @@ again:
 		slot = (mentry_t *)entry_va(e) + level_index(off, level);
 	}
 	*leaf = slot == m->rootp ? e : READ_ONCE(*slot);
+	if (lvl)
+		*lvl = level;
 	return slot;
 }
 
 static mentry_t *walk(struct morsel *m, u64 off, bool alloc, u64 *hole,
-		      mentry_t *leaf)
+		      mentry_t *leaf, int *lvl)
 {
-	return walk_to(m, off, 0, alloc, hole, leaf);
+	return walk_to(m, off, 0, alloc, hole, leaf, lvl);
 }
 
 /*
- * Split the 2 MiB leaf @e found in @slot (top of file).  The PTE table is
- * charged like any table.  Return: 0 (split, or @slot no longer holds @e),
- * -ENOMEM or -ENOSPC (the leaf stays).
+ * Split the leaf @e of @level found in @slot (top of file): a 2 MiB leaf
+ * into a PTE table over its 512 pages, a 1 GiB one into a PMD table of
+ * 512 2 MiB leaves over its pages.  The table is charged like any table.
+ * A 2 MiB leaf is swapped under the PMD table's split lock, which GUP
+ * holds while it reads it; GUP reads a 1 GiB leaf under its own mm's
+ * page_table_lock instead, which morsel_flush_mappers (mount.c) takes
+ * before any page under such a leaf is freed.  Return: 0 (split, or @slot
+ * no longer holds @e), -ENOMEM or -ENOSPC (the leaf stays).
  */
-static int split_huge(struct morsel *m, mentry_t *slot, mentry_t e)
+static int split_huge(struct morsel *m, mentry_t *slot, mentry_t e, int level)
 {
-	mentry_t *t = table_alloc(m, 1, U64_MAX);
+	mentry_t *t = table_alloc(m, level, U64_MAX);
+	unsigned long step = MORSEL_LEAF_PAGES(level - 1);
 	struct page *page = entry_page(e);
-	spinlock_t *ptl = ptlock_ptr(virt_to_ptdesc(slot));
+	spinlock_t *ptl = NULL;
 	unsigned int i;
 	bool done;
 
 	if (IS_ERR(t))
 		return PTR_ERR(t);
-	for (i = 0; i < HUGE_NR; i++)
-		tstore(m, &t[i], page_entry(page + i));
-	spin_lock(ptl);
+	for (i = 0; i < PTRS_PER_PTE; i++)
+		tstore(m, &t[i], level == 1 ? page_entry(page + i) :
+		       huge_entry(page + i * step, level - 1));
+	if (level == 1) {
+		ptl = ptlock_ptr(virt_to_ptdesc(slot));
+		spin_lock(ptl);
+	}
 	done = tcmpxchg(m, slot, &e, table_entry(t));
-	spin_unlock(ptl);
+	if (ptl)
+		spin_unlock(ptl);
 	if (!done) {
-		for (i = 0; i < HUGE_NR; i++)
+		for (i = 0; i < PTRS_PER_PTE; i++)
 			tstore(m, &t[i], 0);
-		table_free(m, t, 1, false);
+		table_free(m, t, level, false);
 		return 0;
 	}
-	huge_added(m, -1);
-	atomic_long_inc(&morsel_stat_huge_splits);
+	huge_added(m, level, -1);
+	if (level == 2) {
+		huge_added(m, 1, PTRS_PER_PTE);
+		src_huge_split(m->src, level);
+		atomic_long_inc(&morsel_stat_huge1g_splits);
+	} else {
+		atomic_long_inc(&morsel_stat_huge_splits);
+	}
 	return 0;
 }
 
 /**
- * morsel_split - split the 2 MiB leaf at byte offset @off, if any
+ * morsel_split - split the huge leaves that cover byte offset @off down
+ * to @level: afterwards the entry of @off at @level is a table or empty
  *
- * For lowering the order below 2, and for a mapping of order 1 of a larger
- * morsel (mount.c), which mounts the PTE table of offset 0.  Lock-free;
- * the caller keeps the tree from shrinking.  Return: 0, -ENOMEM or -ENOSPC.
+ * For lowering the order (the new root must be a table), and for a
+ * mapping of order 1 or 2 of a larger morsel (mount.c), which mounts the
+ * PTE or PMD table of offset 0.  Lock-free; the caller keeps the tree
+ * from shrinking.  Return: 0, -ENOMEM or -ENOSPC.
  */
-int morsel_split(struct morsel *m, u64 off)
+int morsel_split(struct morsel *m, u64 off, int level)
 {
-	mentry_t e = 0, *slot;
+	mentry_t e, *slot;
+	int at, err;
 
-	if (READ_ONCE(m->order) < 2)
-		return 0;
-	slot = walk_to(m, off, 1, false, NULL, &e);
-	return slot && entry_huge(e) ? split_huge(m, slot, e) : 0;
+	for (;;) {
+		if (READ_ONCE(m->order) <= level)
+			return 0;
+		e = 0;
+		slot = walk_to(m, off, level, false, NULL, &e, &at);
+		if (!slot || slot == m->rootp || !entry_huge(e))
+			return 0;
+		err = split_huge(m, slot, e, at);
+		if (err)
+			return err;
+	}
 }
 
 /*
- * Publish a 2 MiB leaf for the 2 MiB range around @off if its slot in the
- * level-2 table is empty (no PTE table yet) and a block can be had; the
+ * Publish a leaf of @level (1: 2 MiB, 2: 1 GiB) for the range around @off
+ * if its slot is empty (no table there yet) and a block can be had; the
  * range lies wholly inside or outside the reserved range.  Return: the
- * page at @off, NULL (fall back to 4 KiB pages: something is in the slot,
- * or no block or charge; counted) or an ERR_PTR from the walk.
+ * page at @off, NULL (fall back to smaller leaves: something is in the
+ * slot, or no block or charge; counted) or an ERR_PTR from the walk.
  */
-static struct page *populate_huge(struct morsel *m, u64 off)
+static struct page *populate_huge(struct morsel *m, u64 off, int level)
 {
-	u64 base = round_down(off, HUGE_SIZE), rs, re;
-	unsigned long drawn;
+	u64 span = level_span(level), base = round_down(off, span), rs, re;
+	unsigned long nr = MORSEL_LEAF_PAGES(level), drawn, i;
 	struct page *page;
 	mentry_t *slot, e;
-	unsigned int i;
 	bool lost;
 
-	if (READ_ONCE(m->order) < 2 || !src_has_huge(m->src))
+	if (READ_ONCE(m->order) <= level || !src_has_huge(m->src, level))
 		return NULL;
 	rs = READ_ONCE(m->resv_start);
 	re = READ_ONCE(m->resv_end);
-	if ((rs > base && rs < base + HUGE_SIZE) ||
-	    (re > base && re < base + HUGE_SIZE))
+	if ((rs > base && rs < base + span) || (re > base && re < base + span))
 		goto fallback;
-	slot = walk_to(m, base, 1, true, NULL, &e);
+	slot = walk_to(m, base, level, true, NULL, &e, NULL);
 	if (IS_ERR(slot))
 		return ERR_CAST(slot);
 	if (e)
 		return NULL;
-	drawn = morsel_draw(m, base, HUGE_NR);
-	if (drawn < HUGE_NR && !morsel_charge(m, HUGE_NR - drawn)) {
+	drawn = morsel_draw(m, base, nr);
+	if (drawn < nr && !morsel_charge(m, nr - drawn)) {
 		morsel_undraw(m, drawn);
 		goto fallback;
 	}
-	page = src_huge_alloc(m->src, drawn);
+	page = src_huge_alloc(m->src, level, drawn);
 	if (!page) {
-		charge_back(m, HUGE_NR, drawn);
+		charge_back(m, nr, drawn);
 		goto fallback;
 	}
-	for (i = 0; i < HUGE_NR; i++)
+	for (i = 0; i < nr; i++)
 		page_owned(m, page + i, base + ((u64)i << PAGE_SHIFT));
 	src_huge_ready(m->src);
-	publish(m, slot, huge_entry(page), &lost);
+	if (level == 2)		/* before the leaf is seen (mount.c) */
+		WRITE_ONCE(m->had_huge1g, true);
+	publish(m, slot, huge_entry(page, level), &lost);
 	if (lost) {
-		huge_release(m, page);
-		morsel_uncharge(m, HUGE_NR);
+		huge_release(m, page, level);
+		morsel_uncharge(m, nr);
 		return NULL;
 	}
-	pages_added(m, HUGE_NR);
-	huge_added(m, 1);
+	pages_added(m, nr);
+	huge_added(m, level, 1);
 	return page + ((off - base) >> PAGE_SHIFT);
 fallback:
-	atomic_long_inc(&morsel_stat_huge_fallbacks);
+	atomic_long_inc(level == 2 ? &morsel_stat_huge1g_fallbacks :
+				     &morsel_stat_huge_fallbacks);
 	return NULL;
+}
+
+/*
+ * A hole at @off gets the largest leaf wanted that can be had, from
+ * @level down (morsel_huge_wanted).  Return as populate_huge.
+ */
+static struct page *populate_leaf(struct morsel *m, u64 off, int level)
+{
+	struct page *page = NULL;
+
+	for (; level && !page; level--)
+		page = populate_huge(m, off, level);
+	return page;
 }
 
 /**
@@ -555,8 +622,8 @@ fallback:
  * @m:    the morsel
  * @off:  offset below morsel_extent(m->order)
  * @hint: what the caller knows of huge pages (MORSEL_HUGE_*): a hole is
- *        filled with a 2 MiB leaf where huge.c wants one and one fits,
- *        else with a 4 KiB page
+ *        filled with the largest leaf huge.c wants there that can be
+ *        had (1 GiB, 2 MiB), else with a 4 KiB page
  *
  * Lock-free; see the top of this file.
  * Return: the page (valid while the caller keeps the tree from shrinking)
@@ -568,27 +635,27 @@ struct page *morsel_populate(struct morsel *m, u64 off, int hint)
 	unsigned long drawn;
 	mentry_t *slot, e;
 	struct page *page;
+	int err, level;
 	bool lost;
-	int err;
 
 	e = 0;
-	if (morsel_huge_wanted(m, off, hint) &&
-	    (walk(m, off, false, NULL, &e), !e)) {
+	level = morsel_huge_wanted(m, off, hint);
+	if (level && (walk(m, off, false, NULL, &e, NULL), !e)) {
 		err = morsel_memerr_add(m);
 		if (err)
 			return ERR_PTR(err);
-		page = populate_huge(m, off);
+		page = populate_leaf(m, off, level);
 		if (page)	/* or an error; NULL: 4 KiB pages */
 			return page;
 	}
 again:
-	slot = walk(m, off, true, NULL, &e);
+	slot = walk(m, off, true, NULL, &e, &level);
 	if (IS_ERR(slot))
 		return ERR_CAST(slot);
 	if (e == MORSEL_POISON)
 		return ERR_PTR(-EHWPOISON);
 	if (e)
-		return leaf_page(e, off);
+		return leaf_page(e, off, level);
 	err = morsel_memerr_add(m);
 	if (err)
 		return ERR_PTR(err);
@@ -648,14 +715,18 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint)
 		u64 stop = min(end, round_down(off, table_span) + table_span);
 		unsigned int i, n, want = 0, drawn, granted, got, used = 0;
 		mentry_t leaf = 0, *slot;
+		int level = 0, at;
 		struct page *huge;
 		bool lost;
 
-		/* A whole 2 MiB hole may become one leaf. */
-		if (IS_ALIGNED(off, table_span) && stop - off == table_span &&
-		    morsel_huge_wanted(m, off, hint) &&
-		    (walk(m, off, false, NULL, &leaf), !leaf)) {
-			huge = populate_huge(m, off);
+		/* A whole 1 GiB or 2 MiB hole may become one leaf. */
+		if (IS_ALIGNED(off, table_span) && stop - off == table_span)
+			level = morsel_huge_wanted(m, off, hint);
+		while (level && (!IS_ALIGNED(off, level_span(level)) ||
+				 end - off < level_span(level)))
+			level--;
+		if (level && (walk(m, off, false, NULL, &leaf, NULL), !leaf)) {
+			huge = populate_leaf(m, off, level);
 			if (IS_ERR(huge)) {
 				err = PTR_ERR(huge);
 				break;
@@ -665,13 +736,13 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint)
 				goto next;
 			}
 		}
-		slot = walk(m, off, true, NULL, &leaf);
+		slot = walk(m, off, true, NULL, &leaf, &at);
 		if (IS_ERR(slot)) {
 			err = PTR_ERR(slot);
 			break;
 		}
-		if (entry_huge(leaf)) {	/* a 2 MiB leaf is there */
-			off = stop;
+		if (entry_huge(leaf)) {	/* a huge leaf is there: skip it */
+			off = round_down(off, level_span(at)) + level_span(at);
 			goto next;
 		}
 		/* Inside or outside a reserved range as a whole (size.c). */
@@ -721,11 +792,12 @@ next:
 struct page *morsel_lookup(struct morsel *m, u64 off)
 {
 	mentry_t e = 0;
+	int level;
 
-	walk(m, off, false, NULL, &e);
+	walk(m, off, false, NULL, &e, &level);
 	if (e == MORSEL_POISON)
 		return ERR_PTR(-EHWPOISON);
-	return e ? leaf_page(e, off) : NULL;
+	return e ? leaf_page(e, off, level) : NULL;
 }
 
 /**
@@ -742,17 +814,18 @@ loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data)
 	u64 span, cur = off;
 	unsigned int n = 0;
 	mentry_t e;
+	int level;
 
 	while (cur < end) {
 		bool present;
 
 		span = PAGE_SIZE;	/* walk() sets it for a missing table */
 		e = 0;
-		present = walk(m, cur, false, &span, &e) && e;
+		present = walk(m, cur, false, &span, &e, &level) && e;
 		if (present == data)
 			return cur;
 		if (present && entry_huge(e))
-			span = HUGE_SIZE;
+			span = level_span(level);
 		cur = round_down(cur, span) + span;
 		if (!(++n % 512)) {
 			if (fatal_signal_pending(current))
@@ -810,16 +883,17 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 	mentry_t leaf = 0, *slot;
 	spinlock_t *ptl = NULL;
 	bool done = false;
+	int level;
 
 	mutex_lock(&m->lock);
 	if (off >= morsel_extent(m->order))
 		goto out;
-	slot = walk(m, off, false, NULL, &leaf);
-	/* A failed page of a 2 MiB leaf leaves alone: the leaf splits. */
-	if (slot && entry_huge(leaf) && leaf_page(leaf, off) == page) {
-		if (split_huge(m, slot, leaf))
+	slot = walk(m, off, false, NULL, &leaf, &level);
+	/* A failed page of a huge leaf leaves alone: the leaf splits. */
+	while (slot && entry_huge(leaf) && leaf_page(leaf, off, level) == page) {
+		if (split_huge(m, slot, leaf, level))
 			goto out;
-		slot = walk(m, off, false, NULL, &leaf);
+		slot = walk(m, off, false, NULL, &leaf, &level);
 	}
 	if (!slot || !leaf || leaf == MORSEL_POISON || entry_huge(leaf) ||
 	    entry_page(leaf) != page)
@@ -866,17 +940,20 @@ int morsel_place(struct morsel *m, u64 off, struct page *page)
 {
 	mentry_t *slot, e;
 	bool lost;
+	int level;
 
 	lockdep_assert_held(&m->lock);
-	slot = walk(m, off, true, NULL, &e);
+	slot = walk(m, off, true, NULL, &e, &level);
 	if (IS_ERR(slot))
 		return PTR_ERR(slot);
 	if (!e) {
 		e = publish(m, slot, page_entry(page), &lost);
 		if (!lost)
 			pages_added(m, 1);
+		level = 0;
 	}
-	return e != MORSEL_POISON && entry_page(e) == page ? 0 : -EEXIST;
+	return e != MORSEL_POISON && leaf_page(e, off, level) == page ?
+	       0 : -EEXIST;
 }
 
 /**
@@ -896,10 +973,12 @@ int morsel_writeback(struct morsel *m, u64 start, u64 end)
 	while (off < end) {
 		u64 hole = PAGE_SIZE;
 		mentry_t leaf = 0;
+		int level;
 
-		if (walk(m, off, false, &hole, &leaf) && leaf &&
+		if (walk(m, off, false, &hole, &leaf, &level) && leaf &&
 		    leaf != MORSEL_POISON)
-			src_writeback(m->src, page_address(leaf_page(leaf, off)));
+			src_writeback(m->src,
+				      page_address(leaf_page(leaf, off, level)));
 		off = round_down(off, hole) + hole;
 		if (IS_ALIGNED(off, PMD_SIZE)) {
 			/* A large file's fsync can be killed. */
@@ -934,7 +1013,7 @@ void morsel_zero_range(struct morsel *m, u64 start, u64 end)
 	}
 }
 
-/* Zero [@start, @end) (offsets into it) of the 2 MiB leaf @e's pages. */
+/* Zero [@start, @end) (offsets into it) of the huge leaf @e's pages. */
 static void zero_huge(struct morsel *m, mentry_t e, u64 start, u64 end)
 {
 	struct page *page = entry_page(e);
@@ -962,16 +1041,16 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 
 	if (!e)
 		return;
-	if (level == 1 && entry_huge(e)) {
-		if (start == 0 && end == HUGE_SIZE) {
+	if ((level == 1 || level == 2) && entry_huge(e)) {
+		if (start == 0 && end == level_span(level)) {
 			tstore(m, slot, 0);
-			huge_release(m, entry_page(e));
-			pages_added(m, -HUGE_NR);
-			huge_added(m, -1);
+			huge_release(m, entry_page(e), level);
+			pages_added(m, -MORSEL_LEAF_PAGES(level));
+			huge_added(m, level, -1);
 			return;
 		}
 		/* Part of it: split, or (no table to be had) zero that part. */
-		if (split_huge(m, slot, e)) {
+		if (split_huge(m, slot, e, level)) {
 			zero_huge(m, e, start, end);
 			return;
 		}
@@ -1069,6 +1148,30 @@ static void evicted_release(struct morsel *m, struct evicted *ev,
 	}
 }
 
+/*
+ * Evict the whole 1 GiB leaf @leaf in @slot at byte offset @off: cleared,
+ * flushed (which also waits for GUP's readers of the leaf: mount.c), then
+ * its block goes back to the source as one (pool.c may keep it).  Nothing
+ * else waits in @ev.  Return: false if @slot changed meanwhile (a split).
+ */
+static bool evict_huge1g(struct morsel *m, struct evicted *ev,
+			 struct address_space *mapping, mentry_t *slot,
+			 mentry_t leaf, u64 off)
+{
+	if (!tcmpxchg(m, slot, &leaf, 0))
+		return false;
+	huge_added(m, 2, -1);
+	if (ev->copies && !off)
+		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
+	if (!off)
+		ev->copies = false;
+	morsel_flush_mappers(m, off, off + level_span(2));
+	ev->from = off + level_span(2);
+	huge_release(m, entry_page(leaf), 2);
+	pages_added(m, -MORSEL_LEAF_PAGES(2));
+	return true;
+}
+
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 			 u64 start, u64 end)
 {
@@ -1093,18 +1196,36 @@ void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 		unsigned int i, n = (stop - off) >> PAGE_SHIFT;
 		spinlock_t *ptl;	/* the PTE table's lock, as GUP takes it */
 		mentry_t leaf, *slot;
+		int level;
 
 again:
 		hole = table_span;
-		slot = walk(m, off, false, &hole, &leaf);
+		slot = walk(m, off, false, &hole, &leaf, &level);
 		if (!slot) {
 			/* Skip all of the missing table's span. */
 			off = round_down(off, hole) + hole - table_span;
 			continue;
 		}
+		if (entry_huge(leaf) && level == 2) {
+			u64 gbase = round_down(off, level_span(2));
+			u64 gstop = min(end, gbase + level_span(2));
+
+			if (off == gbase && gstop == gbase + level_span(2)) {
+				evicted_release(m, &ev, mapping, off);
+				if (!evict_huge1g(m, &ev, mapping, slot, leaf, off))
+					goto again;
+			} else if (split_huge(m, slot, leaf, 2)) {
+				zero_huge(m, leaf, off - gbase, gstop - gbase);
+			} else {
+				goto again;
+			}
+			/* Past the leaf: the loop adds table_span. */
+			off = round_down(gstop - 1, table_span);
+			continue;
+		}
 		if (entry_huge(leaf) && n < HUGE_NR) {
 			/* Part of a 2 MiB leaf: split it, or zero the part. */
-			if (split_huge(m, slot, leaf))
+			if (split_huge(m, slot, leaf, 1))
 				zero_huge(m, leaf, off - base, stop - base);
 			else
 				goto again;
@@ -1123,7 +1244,7 @@ again:
 				goto again;
 			for (i = 0; i < HUGE_NR; i++)
 				morsel_batch_add(&ev.batch, entry_page(leaf) + i);
-			huge_added(m, -1);
+			huge_added(m, 1, -1);
 			continue;
 		}
 		spin_lock(ptl);
@@ -1169,7 +1290,7 @@ static int collapse_table(struct morsel *m, mentry_t *slot, mentry_t e,
 				return -EAGAIN;
 		if (!morsel_charge(m, HUGE_NR))
 			return -ENOSPC;
-		first = src_huge_alloc(m->src, 0);
+		first = src_huge_alloc(m->src, 1, 0);
 		if (!first) {
 			morsel_uncharge(m, HUGE_NR);
 			return m->src->full_errno;
@@ -1182,7 +1303,7 @@ static int collapse_table(struct morsel *m, mentry_t *slot, mentry_t e,
 		pages_added(m, HUGE_NR);
 	}
 	src_huge_ready(m->src);
-	tstore(m, slot, huge_entry(first));
+	tstore(m, slot, huge_entry(first, 1));
 	for (i = 0; i < HUGE_NR; i++) {
 		page = entry_page(t[i]);
 		tstore(m, &t[i], 0);
@@ -1192,7 +1313,7 @@ static int collapse_table(struct morsel *m, mentry_t *slot, mentry_t e,
 		}
 	}
 	table_free(m, t, 1, true);
-	huge_added(m, 1);
+	huge_added(m, 1, 1);
 	atomic_long_inc(&morsel_stat_huge_collapses);
 	return 0;
 }
@@ -1215,12 +1336,14 @@ int morsel_collapse(struct morsel *m, u64 start, u64 end)
 	int err = 0, ret;
 
 	lockdep_assert_held(&m->lock);
-	if (!src_has_huge(m->src) || m->order < 2)
+	if (!src_has_huge(m->src, 1) || m->order < 2)
 		return -EOPNOTSUPP;
 	for (base = round_up(start, HUGE_SIZE); base + HUGE_SIZE <= end;
 	     base += HUGE_SIZE) {
-		mentry_t e = 0, *slot = walk_to(m, base, 1, false, NULL, &e);
+		mentry_t e = 0, *slot = walk_to(m, base, 1, false, NULL, &e,
+						NULL);
 
+		/* A 1 GiB leaf (e is huge) is left as it is. */
 		if (!slot || !e || entry_huge(e)) {
 			if (!slot || !e)
 				err = -EAGAIN;
@@ -1344,8 +1467,12 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 		return raise_order(m, order);
 	if (order < m->order) {
 		void *old[MORSEL_MAX_ORDER + 1] = { };
-		/* Below order 2 the first 2 MiB must be a PTE table (or none). */
-		int err = order < 2 ? morsel_split(m, 0) : 0;
+		/*
+		 * The new root must be a table (or none): below order 2 the
+		 * first 2 MiB's PTE table, at order 2 the first 1 GiB's PMD
+		 * table.
+		 */
+		int err = order < 3 ? morsel_split(m, 0, max(order, 1U)) : 0;
 
 		if (err)
 			return err;
@@ -1393,11 +1520,12 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 	/* The subtree of @order at offset 0: entry 0 of each table below. */
 	for (; e && level > order; level--) {
 		/*
-		 * A 2 MiB leaf at offset 0: an order-0 mapping copies the
-		 * leaf of its first page; an order-1 one needs the PTE table
-		 * (mount.c splits the leaf first), so it gets none yet.
+		 * A huge leaf at offset 0: an order-0 mapping copies the
+		 * leaf of its first page; an order-1 or order-2 one needs
+		 * the PTE or PMD table (mount.c splits the leaf first), so
+		 * it gets none yet.
 		 */
-		if (level == 1 && entry_huge(e)) {
+		if (level <= 2 && entry_huge(e)) {
 			if (order)
 				return 0;
 			e = page_entry(entry_page(e));
@@ -1472,7 +1600,7 @@ static int adopt(struct morsel *m, mentry_t e, int level, u64 off)
 			page_owned(m, entry_page(e) + i,
 				   off + ((u64)i << PAGE_SHIFT));
 		pages_added(m, HUGE_NR);
-		huge_added(m, 1);
+		huge_added(m, 1, 1);
 		return 0;
 	}
 	t = entry_va(e);
@@ -1544,6 +1672,7 @@ void morsel_forget(struct morsel *m)
 
 	atomic_long_sub(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
 	atomic_long_sub(atomic_long_read(&m->nr_huge), &morsel_stat_huge);
+	atomic_long_sub(atomic_long_read(&m->nr_huge1g), &morsel_stat_huge1g);
 	for (level = 0; level < MORSEL_TABLE_LEVELS; level++)
 		atomic_long_sub(atomic_long_read(&m->nr_tables[level]),
 				&morsel_stat_tables);

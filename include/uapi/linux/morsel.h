@@ -39,6 +39,8 @@
  * @huge:     out: 2 MiB leaves (each 512 of @pages).
  * @huge_mode: out: the MORSEL_HUGE_* mode in force for the file (its own,
  *            else the instance's huge= option).
+ * @huge1g:   in: must be 0; out: 1 GiB leaves (each 262144 of @pages; a
+ *            kernel before them left it 0).
  * @reserved: in: must be 0; out: 0.
  */
 struct morsel_stat {
@@ -53,7 +55,8 @@ struct morsel_stat {
 	__u64 min_order;
 	__u64 huge;
 	__u64 huge_mode;
-	__u64 reserved[4];
+	__u64 huge1g;
+	__u64 reserved[3];
 };
 
 /**
