@@ -115,8 +115,8 @@ static int cmd_stat(const char *path)
 	printf("extent:   %" PRIu64 " (%s)\n", (uint64_t)st.extent, human(st.extent, b, sizeof(b)));
 	printf("size:     %" PRIu64 "\n", (uint64_t)st.size);
 	printf("pages:    %" PRIu64 "\n", (uint64_t)st.pages);
-	printf("huge:     %" PRIu64 " 2 MiB leaves, mode %s\n",
-	       (uint64_t)st.huge, st.huge_mode < 4 ?
+	printf("huge:     %" PRIu64 " 2 MiB leaves, %" PRIu64 " 1 GiB leaves, mode %s\n",
+	       (uint64_t)st.huge, (uint64_t)st.huge1g, st.huge_mode < 4 ?
 	       huge_names[st.huge_mode] : "?");
 	printf("tables:   pte %" PRIu64 " pmd %" PRIu64 " pud %" PRIu64 " p4d %" PRIu64 "\n",
 	       (uint64_t)st.tables[0], (uint64_t)st.tables[1],

@@ -111,8 +111,9 @@ class Stat:
     by :meth:`Morsel.bind`, or 0; ``min_order``: the order set by
     :meth:`Morsel.set_min_order` (0 if none); ``huge``: 2 MiB leaves
     (each 512 of ``pages``); ``huge_mode``: the ``MORSEL_HUGE_*`` mode in
-    force (0 never, 1 always, 2 within_size, 3 advise); ``flags``: the
-    structure's flags word (0).
+    force (0 never, 1 always, 2 within_size, 3 advise); ``huge1g``: 1 GiB
+    leaves (each 262144 of ``pages``; mounts with ``huge1g=``); ``flags``:
+    the structure's flags word (0).
     """
     order: int
     extent: int
@@ -125,6 +126,7 @@ class Stat:
     min_order: int = 0
     huge: int = 0
     huge_mode: int = 0
+    huge1g: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,7 +295,7 @@ class Morsel:
                     pages=st.pages, tables=tuple(st.tables),
                     mappings=st.mappings, bound=st.bound, flags=st.flags,
                     min_order=st.min_order, huge=st.huge,
-                    huge_mode=st.huge_mode)
+                    huge_mode=st.huge_mode, huge1g=st.huge1g)
 
     def resize(self, size):
         """Set the file size (and with it the order).

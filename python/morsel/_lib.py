@@ -39,7 +39,8 @@ class MorselStat(ctypes.Structure):
         ("min_order", _u64),
         ("huge", _u64),
         ("huge_mode", _u64),
-        ("reserved", _u64 * 4),
+        ("huge1g", _u64),
+        ("reserved", _u64 * 3),
     ]
 
 
