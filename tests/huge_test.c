@@ -701,7 +701,7 @@ TEST(cli)
 		 "tools/morsel populate-huge %s 2M 2M && tools/morsel stat %s",
 		 hpath("f"), hpath("f"), hpath("f"), hpath("f"));
 	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out))) TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "huge:     1 2 MiB leaves, mode advise"))
+	EXPECT_NE(NULL, strstr(out, "huge:     1 2 MiB leaves, 0 1 GiB leaves, mode advise"))
 		TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "tools/morsel collapse %s 0 4M && "
 		 "tools/morsel stat %s", hpath("f"), hpath("f"));

@@ -21,9 +21,11 @@
  *                      sends the vCPU thread SIGBUS, BUS_MCEERR_AR at the
  *                      page's host address (morsels only).
  *   kvm_huge.*         a morsel's 2 MiB leaf is mapped with a 2 MiB page in
- *                      the guest (KVM's pages_2m), 4 KiB leaves with 4 KiB
- *                      pages; an eviction inside the leaf splits it and
- *                      the guest's mapping goes with it.
+ *                      the guest (KVM's pages_2m), a 1 GiB leaf with a
+ *                      1 GiB page (pages_1g; an instance with huge1g=1, in
+ *                      a VM of 6 GiB), 4 KiB leaves with 4 KiB pages; an
+ *                      eviction inside the leaf splits it and the guest's
+ *                      mapping goes with it.
  *
  * Every test also runs on a memfd (variant "memfd"): the reference
  * behaviour of ordinary shared memory, so a failure on a morsel variant is
@@ -44,6 +46,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -731,28 +734,34 @@ static long vm_stat(int vm, const char *name)
 	return val;
 }
 
+#define GIB_DIR		"/tmp/morsel-kvm1g"
+
 /*
  * A 2 MiB leaf of a morsel (huge.c) is a 2 MiB host mapping, and KVM maps
- * such memory with 2 MiB pages in the guest (pages_2m), as it does THP:
- * here the whole guest memory is one 2 MiB slot on one morsel, its code
- * at CODE_ENTRY and its data at DATA_GPA.  @huge: the file's huge-page
- * mode ALWAYS, else NEVER (the same guest on 4 KiB pages: no 2 MiB page).
+ * such memory with 2 MiB pages in the guest (pages_2m), as it does THP;
+ * a 1 GiB leaf is a 1 GiB host mapping (a PUD leaf) and gets a 1 GiB page
+ * (pages_1g), as hugetlbfs's 1 GiB pages do.  Here the whole guest
+ * memory is one slot of the leaf's size on one morsel, its code at
+ * CODE_ENTRY and its data at DATA_GPA.  @level: 1 for a 2 MiB leaf, 2
+ * for a 1 GiB one (a 2 GiB file, order 3, on an instance of its own with
+ * huge1g=1), 0 for the 2 MiB guest on 4 KiB leaves (no large page).
  */
-static void run_on_one_slot(struct __test_metadata *_metadata, bool huge)
+static void run_on_one_slot(struct __test_metadata *_metadata, int level)
 {
 	FIXTURE_DATA(kvm) k = { .kvm = -1, .vm = -1, .vcpu = -1, .fd = -1 };
-	struct morsel_huge h = { .mode = huge ? MORSEL_HUGE_ALWAYS :
-						 MORSEL_HUGE_NEVER };
+	struct morsel_huge h = { .mode = level ? MORSEL_HUGE_ALWAYS :
+						  MORSEL_HUGE_NEVER };
 	struct kvm_userspace_memory_region r = {
-		.slot = 0, .guest_phys_addr = 0, .memory_size = 2UL << 20,
+		.slot = 0, .guest_phys_addr = 0,
+		.memory_size = level == 2 ? 1UL << 30 : 2UL << 20,
 	};
 	struct kvm_regs regs = { .rip = CODE_ENTRY, .rflags = 0x2 };
 	const char *mnt = getenv("MORSEL_MNT");
 	struct kvm_sregs sregs;
 	struct morsel_stat st;
+	long pages_2m, pages_1g;
 	char path[256];
 	struct step s;
-	long pages_2m;
 	void *a;
 	int err;
 
@@ -760,9 +769,17 @@ static void run_on_one_slot(struct __test_metadata *_metadata, bool huge)
 	if (k.kvm < 0)
 		SKIP(return, "open /dev/kvm: %s", strerror(errno));
 	ASSERT_NE(NULL, mnt);
+	if (level == 2) {
+		mkdir(GIB_DIR, 0755);
+		umount2(GIB_DIR, MNT_DETACH);
+		ASSERT_EQ(0, mount("none", GIB_DIR, "morselfs", 0, "huge1g=1"))
+			TH_LOG("huge1g=1: %s (a VM of 6 GiB has a free GiB)",
+			       strerror(errno));
+		mnt = GIB_DIR;
+	}
 	snprintf(path, sizeof(path), "%s/kvm_huge.%d", mnt, getpid());
 	unlink(path);
-	k.fd = morsel_create(path, 4UL << 20, 0644);
+	k.fd = morsel_create(path, level == 2 ? 2UL << 30 : 4UL << 20, 0644);
 	ASSERT_LE(0, k.fd);
 	unlink(path);
 	ASSERT_EQ(0, ioctl(k.fd, MORSEL_IOC_SET_HUGE, &h));
@@ -773,7 +790,8 @@ static void run_on_one_slot(struct __test_metadata *_metadata, bool huge)
 	       kvm_guest_code_end - kvm_guest_code);
 	k.map[DATA_GPA] = 'A';
 	ASSERT_EQ(0, morsel_stat(k.fd, &st));
-	ASSERT_EQ(huge ? 1 : 0, (int)st.huge);
+	ASSERT_EQ(level == 1 ? 1 : 0, (int)st.huge);
+	ASSERT_EQ(level == 2 ? 1 : 0, (int)st.huge1g);
 	k.vm = ioctl(k.kvm, KVM_CREATE_VM, 0);
 	if (k.vm < 0)
 		SKIP(goto out, "KVM_CREATE_VM: %s", strerror(errno));
@@ -803,17 +821,23 @@ static void run_on_one_slot(struct __test_metadata *_metadata, bool huge)
 	ASSERT_TRUE(guest_cmd(&k, CMD_WRITE, 'g', &s)) TH_LOG("%s", s.what);
 	EXPECT_EQ('g', k.map[DATA_GPA]);
 	pages_2m = vm_stat(k.vm, "pages_2m");
-	TH_LOG("%s leaf: KVM pages_2m = %ld, pages_4k = %ld",
-	       huge ? "2 MiB" : "4 KiB", pages_2m, vm_stat(k.vm, "pages_4k"));
-	if (huge) {
+	pages_1g = vm_stat(k.vm, "pages_1g");
+	TH_LOG("%s leaf: KVM pages_1g = %ld, pages_2m = %ld, pages_4k = %ld",
+	       level == 2 ? "1 GiB" : level ? "2 MiB" : "4 KiB", pages_1g,
+	       pages_2m, vm_stat(k.vm, "pages_4k"));
+	if (level == 2) {
+		EXPECT_LE(1, pages_1g);
+	} else if (level) {
 		EXPECT_LE(1, pages_2m);
+		EXPECT_EQ(0, pages_1g);
 	} else {
 		EXPECT_EQ(0, pages_2m);
 	}
 	/*
-	 * Evicting the data page splits the leaf under the guest's 2 MiB
-	 * mapping; the invalidation drops that mapping, and the guest reads
-	 * the hole (its code, in the same 2 MiB, stays).
+	 * Evicting the data page splits the leaf under the guest's large
+	 * mapping (a 1 GiB leaf into 2 MiB ones, the first of them into
+	 * 4 KiB ones); the invalidation drops that mapping, and the guest
+	 * reads the hole (its code, in the same 2 MiB, stays).
 	 */
 	{
 		struct morsel_range ev = { .offset = DATA_GPA, .length = PG };
@@ -821,7 +845,8 @@ static void run_on_one_slot(struct __test_metadata *_metadata, bool huge)
 		ASSERT_EQ(0, ioctl(k.fd, MORSEL_IOC_EVICT, &ev));
 	}
 	ASSERT_EQ(0, morsel_stat(k.fd, &st));
-	EXPECT_EQ(0, (int)st.huge);
+	EXPECT_EQ(level == 2 ? 511 : 0, (int)st.huge);
+	EXPECT_EQ(0, (int)st.huge1g);
 	ASSERT_TRUE(guest_cmd(&k, CMD_READ, 0, &s)) TH_LOG("%s", s.what);
 	EXPECT_EQ(0, s.value);
 	ASSERT_TRUE(guest_cmd(&k, CMD_WRITE, 'h', &s)) TH_LOG("%s", s.what);
@@ -836,6 +861,8 @@ out:
 	munmap(k.map, k.map_len);
 	close(k.fd);
 	close(k.kvm);
+	if (level == 2)
+		umount2(GIB_DIR, 0);
 }
 
 /* For the timeout of nested KVM under TCG: holds nothing. */
@@ -853,12 +880,17 @@ FIXTURE_TEARDOWN(kvm_huge)
 
 TEST_F_TIMEOUT(kvm_huge, guest_maps_a_2m_leaf_with_a_2m_page, 300)
 {
-	run_on_one_slot(_metadata, true);
+	run_on_one_slot(_metadata, 1);
+}
+
+TEST_F_TIMEOUT(kvm_huge, guest_maps_a_1g_leaf_with_a_1g_page, 300)
+{
+	run_on_one_slot(_metadata, 2);
 }
 
 TEST_F_TIMEOUT(kvm_huge, guest_maps_4k_leaves_with_4k_pages, 300)
 {
-	run_on_one_slot(_metadata, false);
+	run_on_one_slot(_metadata, 0);
 }
 
 /* Log what the kernel offers for nested KVM; never fails. */
