@@ -49,6 +49,7 @@ void morsel_pool_init(struct morsel_pool *p)
 	INIT_LIST_HEAD(&p->free);
 }
 
+#ifdef CONFIG_CONTIG_ALLOC
 /*
  * Whether [@pfn, @pfn + BLOCK_PAGES) is online memory of @zone that
  * alloc_contig_range may try to empty (as the allocator's own
@@ -100,6 +101,13 @@ static struct page *block_take(void)
 	return NULL;
 }
 
+#else
+static struct page *block_take(void)
+{
+	return NULL;
+}
+#endif
+
 static void block_give_back(struct page *first)
 {
 	free_contig_range(page_to_pfn(first), BLOCK_PAGES);
@@ -132,13 +140,15 @@ static void pool_shrink(struct morsel_pool *p, unsigned long keep)
  * Takes blocks until the reserve (free blocks and those in leaves) holds
  * @want, or gives free blocks back until it holds no more than @want
  * (blocks in leaves come back as their leaves go).  Return: 0, or -ENOMEM
- * when fewer blocks could be had (the reserve is then as before the call)
- * or -EINTR (a fatal signal; likewise).
+ * when fewer blocks could be had (the reserve is then as before the call),
+ * -EINTR (a fatal signal; likewise) or -EOPNOTSUPP (a kernel without
+ * CONFIG_CONTIG_ALLOC, which has no way to take them).
  */
 int morsel_pool_resize(struct morsel_pool *p, unsigned long want)
 {
 	unsigned long before, have;
 	struct page *first;
+	int err = -ENOMEM;
 	LIST_HEAD(taken);
 
 	spin_lock(&p->lock);
@@ -156,13 +166,15 @@ int morsel_pool_resize(struct morsel_pool *p, unsigned long want)
 		list_add(&first->lru, &taken);
 	}
 	if (have < want) {
+		if (!IS_ENABLED(CONFIG_CONTIG_ALLOC))
+			err = -EOPNOTSUPP;
 		while (!list_empty(&taken)) {
 			first = list_first_entry(&taken, struct page, lru);
 			list_del(&first->lru);
 			block_give_back(first);
 		}
 		WRITE_ONCE(p->want, before);
-		return fatal_signal_pending(current) ? -EINTR : -ENOMEM;
+		return fatal_signal_pending(current) ? -EINTR : err;
 	}
 	spin_lock(&p->lock);
 	list_splice(&taken, &p->free);
@@ -172,14 +184,43 @@ int morsel_pool_resize(struct morsel_pool *p, unsigned long want)
 	return 0;
 }
 
+/* Whether a page of the block of @first failed while it was free. */
+static bool block_failed(struct page *first)
+{
+	unsigned long i;
+
+	for (i = 0; i < BLOCK_PAGES; i++)
+		if (PageHWPoison(first + i))
+			return true;
+	return false;
+}
+
+/* The pages of a block that leaves the reserve, one by one. */
+static void block_release(struct page *first)
+{
+	unsigned long i;
+
+	for (i = 0; i < BLOCK_PAGES; i++) {
+		put_page(first + i);
+		if (!(i % 512))
+			cond_resched();
+	}
+}
+
 /**
  * morsel_pool_get - a zeroed block for a 1 GiB leaf, or NULL if none is free
+ *
+ * A free block with a page that failed meanwhile (memory_failure() found
+ * no owner for it) leaves the reserve instead: the failed page stays out
+ * of use, the others go back to the page allocator.
  */
 struct page *morsel_pool_get(struct morsel_pool *p)
 {
-	struct page *first = NULL;
+	struct page *first;
 	unsigned long i;
 
+again:
+	first = NULL;
 	spin_lock(&p->lock);
 	if (p->nr_free) {
 		first = list_first_entry(&p->free, struct page, lru);
@@ -192,6 +233,11 @@ struct page *morsel_pool_get(struct morsel_pool *p)
 	if (!first)
 		return NULL;
 	INIT_LIST_HEAD(&first->lru);
+	if (block_failed(first)) {
+		morsel_pool_split(p);
+		block_release(first);
+		goto again;
+	}
 	for (i = 0; i < BLOCK_PAGES; i++) {
 		clear_highpage(first + i);
 		if (!(i % 512))
@@ -239,15 +285,10 @@ void morsel_pool_put(struct morsel_pool *p, struct page *first)
 	spin_unlock(&p->lock);
 	if (keep)
 		return;
-	if (whole) {
+	if (whole)
 		block_give_back(first);
-		return;
-	}
-	for (i = 0; i < BLOCK_PAGES; i++) {
-		put_page(first + i);
-		if (!(i % 512))
-			cond_resched();
-	}
+	else
+		block_release(first);
 }
 
 /* Unmount: every leaf is gone; the free blocks go back. */

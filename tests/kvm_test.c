@@ -23,7 +23,7 @@
  *   kvm_huge.*         a morsel's 2 MiB leaf is mapped with a 2 MiB page in
  *                      the guest (KVM's pages_2m), a 1 GiB leaf with a
  *                      1 GiB page (pages_1g; an instance with huge1g=1, in
- *                      a VM of 6 GiB), 4 KiB leaves with 4 KiB pages; an
+ *                      a VM of 8 GiB), 4 KiB leaves with 4 KiB pages; an
  *                      eviction inside the leaf splits it and the guest's
  *                      mapping goes with it.
  *
@@ -773,7 +773,7 @@ static void run_on_one_slot(struct __test_metadata *_metadata, int level)
 		mkdir(GIB_DIR, 0755);
 		umount2(GIB_DIR, MNT_DETACH);
 		ASSERT_EQ(0, mount("none", GIB_DIR, "morselfs", 0, "huge1g=1"))
-			TH_LOG("huge1g=1: %s (a VM of 6 GiB has a free GiB)",
+			TH_LOG("huge1g=1: %s (tests/run-all gives 8 GiB)",
 			       strerror(errno));
 		mnt = GIB_DIR;
 	}
