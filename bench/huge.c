@@ -8,11 +8,16 @@
  *   (the file's mode MORSEL_HUGE_ALWAYS), morsel-4k (NEVER), anon-thp
  *   (MADV_HUGEPAGE), anon-4k (MADV_NOHUGEPAGE) and hugetlbfs (pages
  *   reserved first; skipped with a note when the kernel cannot reserve
- *   them).  Metrics: ms, faults per GiB (minor faults of the run), and for
- *   morsels the page-table pages per GiB (STAT).
+ *   them); and, without --quick (1 GiB pages need whole gigabytes),
+ *   morsel-1g (the suite's instance remounted with huge1g=LEN/1GiB for the
+ *   run) and hugetlbfs-1g (pagesize=1G, nr_hugepages of 1 GiB pages),
+ *   each skipped with a note when the gigabytes cannot be had.  Metrics:
+ *   ms, faults per GiB (minor faults of the run), and for morsels the
+ *   page-table pages per GiB (STAT).
  * - scan: over the populated memory, a linear read (one word per 64
  *   bytes), a strided read (one word per 4 KiB) and GUPS (random 8-byte
- *   updates, 2^20 of them), for morsel-2m, morsel-4k and anon-thp.  Under
+ *   updates, 2^20 of them), for morsel-1g, morsel-2m, morsel-4k and
+ *   anon-thp.  Under
  *   TCG the emulator's software TLB caches 4 KiB translations whatever the
  *   guest's page size, so these ratios say nothing about hardware TLB
  *   reach (docs/design.md); they show the work per access.
@@ -67,6 +72,15 @@ static void touch_all(char *p)
 		p[o] = 1;
 }
 
+/* mount -o remount,huge1g=@n of the suite's instance; 0 or an errno. */
+static int remount_huge1g(unsigned long n)
+{
+	char opts[64];
+
+	snprintf(opts, sizeof(opts), "huge1g=%lu", n);
+	return mount("none", mnt, NULL, MS_REMOUNT, opts) ? errno : 0;
+}
+
 /* A morsel of LEN bytes with huge-page mode @mode, mapped; *@fdp its fd. */
 static char *morsel_region(uint64_t mode, int *fdp)
 {
@@ -109,29 +123,45 @@ static char *anon_region(int advice)
 	return a;
 }
 
-/* hugetlbfs with LEN / 2 MiB pages reserved, or NULL (noted) if it cannot. */
-static char *hugetlb_region(int *fdp)
+/* The nr_hugepages file of hugetlb's pages of @size bytes. */
+static const char *nr_hugepages(uint64_t size)
 {
-	unsigned long want = len / HPG, got = 0;
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	return size == GiB ?
+	       "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages" :
+	       "/proc/sys/vm/nr_hugepages";
+}
+
+static void hugetlb_release(uint64_t size);
+
+/*
+ * hugetlbfs with LEN / @size pages of @size bytes (2 MiB or 1 GiB)
+ * reserved, or NULL (noted) if it cannot.
+ */
+static char *hugetlb_region(uint64_t size, int *fdp)
+{
+	unsigned long want = len / size, got = 0;
+	FILE *f = fopen(nr_hugepages(size), "w");
 	char *p;
 	int fd;
 
 	if (!f || fprintf(f, "%lu\n", want) < 0 || fclose(f)) {
-		printf("bench/huge: hugetlbfs: cannot set nr_hugepages\n");
+		printf("bench/huge: hugetlbfs: cannot set %s\n", nr_hugepages(size));
+		hugetlb_release(size);
 		return NULL;
 	}
-	f = fopen("/proc/sys/vm/nr_hugepages", "r");
+	f = fopen(nr_hugepages(size), "r");
 	if (!f || fscanf(f, "%lu", &got) != 1 || got < want) {
-		printf("bench/huge: hugetlbfs: %lu of %lu pages reserved\n", got,
-		       want);
+		printf("bench/huge: hugetlbfs: %lu of %lu pages of %llu MiB reserved\n",
+		       got, want, (unsigned long long)(size / MiB));
 		if (f)
 			fclose(f);
+		hugetlb_release(size);
 		return NULL;
 	}
 	fclose(f);
 	mkdir(HUGETLB_DIR, 0755);
-	if (mount("none", HUGETLB_DIR, "hugetlbfs", 0, NULL) && errno != EBUSY) {
+	if (mount("none", HUGETLB_DIR, "hugetlbfs", 0,
+		  size == GiB ? "pagesize=1G" : NULL) && errno != EBUSY) {
 		printf("bench/huge: hugetlbfs: mount: %s\n", strerror(errno));
 		return NULL;
 	}
@@ -146,12 +176,12 @@ static char *hugetlb_region(int *fdp)
 	return p;
 }
 
-static void hugetlb_release(void)
+static void hugetlb_release(uint64_t size)
 {
 	FILE *f;
 
 	umount2(HUGETLB_DIR, 0);
-	f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	f = fopen(nr_hugepages(size), "w");
 	if (f) {
 		fprintf(f, "0\n");
 		fclose(f);
@@ -193,13 +223,23 @@ static void scans(const char *variant, char *p, int it)
 
 static void one(const char *variant, int it)
 {
+	uint64_t hugetlb_size = strcmp(variant, "hugetlbfs-1g") ? HPG : GiB;
 	struct morsel_stat st;
 	char *p = NULL;
 	int fd = -1;
 	long f0;
 	double t;
 
-	if (!strcmp(variant, "morsel-2m"))
+	if (!strcmp(variant, "morsel-1g")) {
+		int err = remount_huge1g(len / GiB);
+
+		if (err) {
+			printf("bench/huge: morsel-1g: huge1g=%llu: %s\n",
+			       (unsigned long long)(len / GiB), strerror(err));
+			return;
+		}
+		p = morsel_region(MORSEL_HUGE_ALWAYS, &fd);
+	} else if (!strcmp(variant, "morsel-2m"))
 		p = morsel_region(MORSEL_HUGE_ALWAYS, &fd);
 	else if (!strcmp(variant, "morsel-4k"))
 		p = morsel_region(MORSEL_HUGE_NEVER, &fd);
@@ -208,7 +248,7 @@ static void one(const char *variant, int it)
 	else if (!strcmp(variant, "anon-4k"))
 		p = anon_region(MADV_NOHUGEPAGE);
 	else
-		p = hugetlb_region(&fd);
+		p = hugetlb_region(hugetlb_size, &fd);
 	if (!p)
 		return;
 	f0 = minflt();
@@ -226,22 +266,27 @@ static void one(const char *variant, int it)
 			     st.tables[3]));
 		emit("huge-alloc", variant, len >> 20, it, "leaves_2m",
 		     st.huge);
+		emit("huge-alloc", variant, len >> 20, it, "leaves_1g",
+		     st.huge1g);
 	}
-	if (strcmp(variant, "anon-4k") && strcmp(variant, "hugetlbfs"))
+	if (strcmp(variant, "anon-4k") && strncmp(variant, "hugetlbfs", 9))
 		scans(variant, p, it);
 	munmap(p, len);
 	if (fd >= 0)
 		close(fd);
-	if (!strcmp(variant, "hugetlbfs"))
-		hugetlb_release();
+	if (!strncmp(variant, "hugetlbfs", 9))
+		hugetlb_release(hugetlb_size);
+	if (!strcmp(variant, "morsel-1g") && remount_huge1g(0))
+		die("remount huge1g=0", errno);
 }
 
 int main(int argc, char **argv)
 {
 	static const char *const variants[] = {
 		"hugetlbfs", "morsel-2m", "morsel-4k", "anon-thp", "anon-4k",
+		"morsel-1g", "hugetlbfs-1g",
 	};
-	int it, iters, v;
+	int it, iters, v, nv;
 
 	if (argc > 1 && !strcmp(argv[1], "--quick"))
 		quick = 1;
@@ -253,9 +298,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	len = quick ? 64 * MiB : 4 * GiB;
 	iters = quick ? 1 : 3;
+	nv = quick ? 5 : 7;	/* 64 MiB holds no gigabyte */
 	/* Interleaved, so that a drift in the host hits every variant. */
 	for (it = 0; it < iters; it++)
-		for (v = 0; v < 5; v++)
+		for (v = 0; v < nv; v++)
 			one(variants[v], it);
 	return 0;
 }

@@ -83,8 +83,7 @@ static long ioc_stat(struct morsel *m, struct file *file,
 
 	if (copy_from_user(&st, arg, sizeof(st)))
 		return -EFAULT;
-	if (st.flags || st.huge1g ||
-	    !all_zero(st.reserved, sizeof(st.reserved)))
+	if (st.flags || !all_zero(st.reserved, sizeof(st.reserved)))
 		return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	mutex_lock(&m->lock);

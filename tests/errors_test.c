@@ -186,6 +186,8 @@ TEST(stat_ignores_output_fields)
 	EXPECT_EQ(0, st.mappings);
 	EXPECT_EQ(0, st.bound);
 	EXPECT_EQ(0, st.min_order);
+	EXPECT_EQ(0, st.huge);
+	EXPECT_EQ(0, st.huge1g);
 	close(fd);
 }
 

@@ -57,36 +57,23 @@
 
 static char *gpath(const char *name)
 {
-	static char buf[256];
-
-	snprintf(buf, sizeof(buf), GDIR "/%s", name);
-	return buf;
+	return path_in(GDIR, name);
 }
 
-/* A fresh instance with @opts and a file of @size in it, O_RDWR. */
 static int setup(struct __test_metadata *_metadata, const char *opts,
 		 uint64_t size)
 {
-	int fd;
-
-	ASSERT_EQ(0, mount_instance(GDIR, opts)) TH_LOG("mount %s: %s", opts,
-							 strerror(errno));
-	fd = morsel_create(gpath("f"), size, 0644);
-	ASSERT_LE(0, fd) TH_LOG("create: %s", strerror(-fd));
-	return fd;
+	return instance_with_file(_metadata, GDIR, opts, size);
 }
 
 static void teardown(int fd)
 {
-	close(fd);
-	umount2(GDIR, 0);
+	instance_done(GDIR, fd);
 }
 
 static int range(int fd, unsigned long cmd, uint64_t off, uint64_t len)
 {
-	struct morsel_range r = { .offset = off, .length = len };
-
-	return ioctl(fd, cmd, &r) ? -errno : 0;
+	return morsel_range_ioctl(fd, cmd, off, len, 0);
 }
 
 /* The pattern: one byte per 64 KiB, a function of the offset. */
@@ -459,19 +446,6 @@ TEST_F_TIMEOUT(slow, gup_across_a_1g_leaf, 300)
 
 #define CG "/sys/fs/cgroup"
 
-static long cg_current(void)
-{
-	long v = -1;
-	FILE *f = fopen(CG "/morsel-1g/memory.current", "r");
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /* The block is not charged: only the root table is (docs/design.md). */
 TEST_F_TIMEOUT(slow, memcg_not_charged_for_the_block, 300)
 {
@@ -496,9 +470,9 @@ TEST_F_TIMEOUT(slow, memcg_not_charged_for_the_block, 300)
 		f = fopen(CG "/morsel-1g/cgroup.procs", "w");
 		if (!f || fputs(pid, f) < 0 || fclose(f) || p == MAP_FAILED)
 			_exit(1);
-		before = cg_current();
+		before = cg_current("morsel-1g");
 		p[0] = 1;
-		after = cg_current();
+		after = cg_current("morsel-1g");
 		printf("# memory.current %ld -> %ld (+%ld KiB)\n", before, after,
 		       (after - before) / 1024);
 		_exit(after - before < (long)MiB ? 0 : 2);
@@ -522,20 +496,6 @@ TEST_F_TIMEOUT(slow, cli_and_stat, 300)
 		TH_LOG("%s", out);
 	munmap(p, 2 * GiB);
 	teardown(fd);
-}
-
-static long hw_corrupted_kb(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long kb = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "HardwareCorrupted: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
 }
 
 /* debugfs's hwpoison injector (CONFIG_HWPOISON_INJECT): @file on @pfn. */

@@ -49,29 +49,19 @@
 
 static char *hpath(const char *name)
 {
-	static char buf[256];
-
-	snprintf(buf, sizeof(buf), HDIR "/%s", name);
-	return buf;
+	return path_in(HDIR, name);
 }
 
 /* A fresh instance with @opts and a file of @size in it, O_RDWR. */
 static int setup(struct __test_metadata *_metadata, const char *opts,
 		 uint64_t size)
 {
-	int fd;
-
-	ASSERT_EQ(0, mount_instance(HDIR, opts)) TH_LOG("mount %s: %s", opts,
-							 strerror(errno));
-	fd = morsel_create(hpath("f"), size, 0644);
-	ASSERT_LE(0, fd) TH_LOG("create: %s", strerror(-fd));
-	return fd;
+	return instance_with_file(_metadata, HDIR, opts, size);
 }
 
 static void teardown(int fd)
 {
-	close(fd);
-	umount2(HDIR, 0);
+	instance_done(HDIR, fd);
 }
 
 /* setup() and a shared mapping of the whole extent (1 GiB: order 2). */
@@ -100,13 +90,7 @@ static int set_huge(int fd, uint64_t mode)
 	return ioctl(fd, MORSEL_IOC_SET_HUGE, &h) ? -errno : 0;
 }
 
-static int range(int fd, unsigned long cmd, uint64_t off, uint64_t len,
-		 uint64_t flags)
-{
-	struct morsel_range r = { .offset = off, .length = len, .flags = flags };
-
-	return ioctl(fd, cmd, &r) ? -errno : 0;
-}
+#define range morsel_range_ioctl
 
 /* Byte @i of the pattern every test writes. */
 static char pat(uint64_t i)
@@ -584,19 +568,6 @@ TEST(direct_io_and_io_uring_across_leaves)
 
 #define CG "/sys/fs/cgroup"
 
-static long cg_current(void)
-{
-	long v = -1;
-	FILE *f = fopen(CG "/morsel-huge/memory.current", "r");
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 TEST(memcg_charged_2m_per_leaf)
 {
 	int fd = setup(_metadata, "huge=always", 8 * MiB), status;
@@ -619,10 +590,10 @@ TEST(memcg_charged_2m_per_leaf)
 		f = fopen(CG "/morsel-huge/cgroup.procs", "w");
 		if (!f || fputs(pid, f) < 0 || fclose(f) || p == MAP_FAILED)
 			_exit(1);
-		before = cg_current();
+		before = cg_current("morsel-huge");
 		p[0] = 1;
 		p[4 * MiB] = 1;		/* two leaves: 4 MiB and a PMD table */
-		after = cg_current();
+		after = cg_current("morsel-huge");
 		printf("# memory.current %ld -> %ld (+%ld KiB)\n", before, after,
 		       (after - before) / 1024);
 		_exit(after - before >= (long)(4 * MiB) &&
@@ -633,7 +604,7 @@ TEST(memcg_charged_2m_per_leaf)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(2, st(_metadata, fd).huge);
 	teardown(fd);
-	EXPECT_LT(cg_current(), (long)MiB);	/* the charges went with the pages */
+	EXPECT_LT(cg_current("morsel-huge"), (long)MiB);	/* the charges went with the pages */
 	rmdir(CG "/morsel-huge");
 }
 

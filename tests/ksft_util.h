@@ -173,6 +173,21 @@ static inline int write_file(const char *path, const char *s)
 	return ok ? 0 : -1;
 }
 
+/* /proc/meminfo's HardwareCorrupted (failed pages), in KiB; -1 if unread. */
+static inline long hw_corrupted_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "HardwareCorrupted: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 /*
  * The module's global counter /sys/fs/morselfs/@name (pages, tables,
  * morsels, mounts: all instances together); -1 if it cannot be read.

@@ -74,21 +74,6 @@ static int fill(int fd, unsigned int npages)
 	return 0;
 }
 
-/* HardwareCorrupted of /proc/meminfo, in kB. */
-static long hw_corrupted_kb(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long kb = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "HardwareCorrupted: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 /*
  * The pfn of the caller's entry for @addr at @level (4: the PTE, 3: the
  * PMD: then the table below it) through the probe, or 0.

@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +123,65 @@ static inline int run_cmd(struct __test_metadata *_metadata, const char *cmd,
 	n = fread(out, 1, len - 1, f);
 	out[n] = 0;
 	return pclose(f);
+}
+
+/*
+ * Suites that mount instances of their own (huge_test, huge1g_test): the
+ * file @name in the instance at @dir (a static buffer), a fresh instance
+ * at @dir with @opts and a file "f" of @size in it (O_RDWR), and the end
+ * of both.  mount_instance() is ksft_util.h's.
+ */
+static inline char *path_in(const char *dir, const char *name)
+{
+	static char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	return buf;
+}
+
+static inline int instance_with_file(struct __test_metadata *_metadata,
+				     const char *dir, const char *opts,
+				     uint64_t size)
+{
+	int fd;
+
+	ASSERT_EQ(0, mount_instance(dir, opts)) TH_LOG("mount %s: %s", opts,
+							strerror(errno));
+	fd = morsel_create(path_in(dir, "f"), size, 0644);
+	ASSERT_LE(0, fd) TH_LOG("create: %s", strerror(-fd));
+	return fd;
+}
+
+static inline void instance_done(const char *dir, int fd)
+{
+	close(fd);
+	umount2(dir, 0);
+}
+
+/* POPULATE, EVICT or COLLAPSE (@cmd) of a range: 0 or -errno. */
+static inline int morsel_range_ioctl(int fd, unsigned long cmd, uint64_t off,
+			      uint64_t len, uint64_t flags)
+{
+	struct morsel_range r = { .offset = off, .length = len, .flags = flags };
+
+	return ioctl(fd, cmd, &r) ? -errno : 0;
+}
+
+/* memory.current of the cgroup /sys/fs/cgroup/@cg, or -1. */
+static inline long cg_current(const char *cg)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/memory.current", cg);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
 }
 
 /*

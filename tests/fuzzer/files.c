@@ -918,7 +918,8 @@ void op_stat(int s)
 		if (!r)
 			st.flags = 1;
 		else
-			st.reserved[below(4)] = 1;
+			st.reserved[below(sizeof(st.reserved) /
+					  sizeof(st.reserved[0]))] = 1;
 		if (one_in(2))		/* out fields are ignored on input */
 			st.min_order = st.order = st.pages = 1 + below(7);
 		note("STAT slot %d with bad flags/reserved", s);

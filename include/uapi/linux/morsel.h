@@ -39,8 +39,8 @@
  * @huge:     out: 2 MiB leaves (each 512 of @pages).
  * @huge_mode: out: the MORSEL_HUGE_* mode in force for the file (its own,
  *            else the instance's huge= option).
- * @huge1g:   in: must be 0; out: 1 GiB leaves (each 262144 of @pages; a
- *            kernel before them left it 0).
+ * @huge1g:   out: 1 GiB leaves (each 262144 of @pages; reserved[0] before
+ *            them, which such a kernel left 0).
  * @reserved: in: must be 0; out: 0.
  */
 struct morsel_stat {
