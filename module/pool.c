@@ -159,6 +159,11 @@ int morsel_pool_resize(struct morsel_pool *p, unsigned long want)
 		pool_shrink(p, want);
 		return 0;
 	}
+	/* More than all of RAM: nothing is taken (nor migrated) in vain. */
+	if (want - before > totalram_pages() / BLOCK_PAGES) {
+		WRITE_ONCE(p->want, before);
+		return -ENOMEM;
+	}
 	for (have = before; have < want; have++) {
 		first = block_take();
 		if (!first)
