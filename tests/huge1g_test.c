@@ -478,25 +478,13 @@ TEST_F_TIMEOUT(slow, gup_across_a_1g_leaf, 300)
 TEST_F_TIMEOUT(slow, memcg_not_charged_for_the_block, 300)
 {
 	int fd = setup(_metadata, OPTS, 2 * GiB), status;
-	char pid[32];
-	FILE *f;
-
-	if (access(CG "/cgroup.controllers", F_OK))
-		ASSERT_EQ(0, mount("none", CG, "cgroup2", 0, NULL));
-	f = fopen(CG "/cgroup.subtree_control", "w");
-	ASSERT_NE(NULL, f);
-	fputs("+memory", f);
-	ASSERT_EQ(0, fclose(f));
-	rmdir(CG "/morsel-1g");
-	ASSERT_EQ(0, mkdir(CG "/morsel-1g", 0755));
+	fresh_cgroup(_metadata, "morsel-1g");
 	if (!fork()) {
 		char *p = mmap(NULL, 2 * GiB, PROT_READ | PROT_WRITE,
 			       MAP_SHARED, fd, 0);
 		long before, after;
 
-		snprintf(pid, sizeof(pid), "%d", getpid());
-		f = fopen(CG "/morsel-1g/cgroup.procs", "w");
-		if (!f || fputs(pid, f) < 0 || fclose(f) || p == MAP_FAILED)
+		if (join_cgroup("morsel-1g") || p == MAP_FAILED)
 			_exit(1);
 		before = cg_current("morsel-1g");
 		p[0] = 1;

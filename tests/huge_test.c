@@ -571,24 +571,12 @@ TEST(direct_io_and_io_uring_across_leaves)
 TEST(memcg_charged_2m_per_leaf)
 {
 	int fd = setup(_metadata, "huge=always", 8 * MiB), status;
-	char pid[32];
-	FILE *f;
-
-	if (access(CG "/cgroup.controllers", F_OK))
-		ASSERT_EQ(0, mount("none", CG, "cgroup2", 0, NULL));
-	f = fopen(CG "/cgroup.subtree_control", "w");
-	ASSERT_NE(NULL, f);
-	fputs("+memory", f);
-	ASSERT_EQ(0, fclose(f));
-	rmdir(CG "/morsel-huge");
-	ASSERT_EQ(0, mkdir(CG "/morsel-huge", 0755));
+	fresh_cgroup(_metadata, "morsel-huge");
 	if (!fork()) {
 		char *p = mmap(NULL, GiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		long before, after;
 
-		snprintf(pid, sizeof(pid), "%d", getpid());
-		f = fopen(CG "/morsel-huge/cgroup.procs", "w");
-		if (!f || fputs(pid, f) < 0 || fclose(f) || p == MAP_FAILED)
+		if (join_cgroup("morsel-huge") || p == MAP_FAILED)
 			_exit(1);
 		before = cg_current("morsel-huge");
 		p[0] = 1;

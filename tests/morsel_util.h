@@ -184,6 +184,34 @@ static inline long cg_current(const char *cg)
 	return v;
 }
 
+/* A new, empty cgroup /sys/fs/cgroup/@cg with the memory controller. */
+static inline void fresh_cgroup(struct __test_metadata *_metadata,
+				const char *cg)
+{
+	char path[256];
+	FILE *f;
+
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL));
+	f = fopen("/sys/fs/cgroup/cgroup.subtree_control", "w");
+	ASSERT_NE(NULL, f);
+	fputs("+memory", f);
+	ASSERT_EQ(0, fclose(f));
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", cg);
+	rmdir(path);
+	ASSERT_EQ(0, mkdir(path, 0755));
+}
+
+/* Move the calling process into the cgroup @cg; 0 or -1. */
+static inline int join_cgroup(const char *cg)
+{
+	char path[256], pid[32];
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return write_file(path, pid);
+}
+
 /*
  * TEST_F_TIMEOUT(slow, name, seconds): a test that may need longer than the
  * harness's default 30 s (the bulk faults, populations and evictions; the
