@@ -72,7 +72,23 @@ static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
-	page = morsel_populate(m, off, morsel_vma_hint(vmf->vma));
+	/*
+	 * A clone's page is taken under m->lock (tree.c), and made this
+	 * morsel's own for a shared mapping, which may store to it without
+	 * another fault.  (A private one copies it on a write fault.)
+	 */
+	if (READ_ONCE(m->cow)) {
+		morsel_walk_lock(m);
+		page = morsel_get(m, off, morsel_vma_hint(vmf->vma),
+				  vmf->vma->vm_flags & VM_SHARED);
+		if (!IS_ERR(page))
+			get_page(page);
+		morsel_walk_unlock(m);
+	} else {
+		page = morsel_populate(m, off, morsel_vma_hint(vmf->vma));
+		if (!IS_ERR(page))
+			get_page(page);
+	}
 	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON) {
 		ret = VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
 		goto out;
@@ -81,7 +97,6 @@ static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 		ret = PTR_ERR(page) == -ENOSPC ? VM_FAULT_SIGBUS : VM_FAULT_OOM;
 		goto out;
 	}
-	get_page(page);
 	/*
 	 * Locked until the generic code has installed the PTE: a memory
 	 * error (memerr.c) locks the page before it unmaps it, so it cannot
@@ -269,9 +284,24 @@ static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		size_t off = offset_in_page(pos);
 		size_t n = min3(PAGE_SIZE - off, (size_t)(size - pos),
 				iov_iter_count(to));
-		struct page *page = morsel_lookup(m, pos);
+		struct page *page;
 		size_t copied;
 
+		/*
+		 * A clone's page is taken with a reference under m->lock
+		 * (a fault may give this morsel a copy and the other owner
+		 * free the old page); the copy to the user runs without the
+		 * lock, since the buffer may fault on this very morsel.
+		 */
+		if (READ_ONCE(m->cow)) {
+			morsel_walk_lock(m);
+			page = morsel_lookup(m, pos);
+			if (!IS_ERR_OR_NULL(page))
+				get_page(page);
+			morsel_walk_unlock(m);
+		} else {
+			page = morsel_lookup(m, pos);
+		}
 		if (IS_ERR(page)) {	/* a failed page, as tmpfs: EIO */
 			if (!done)
 				done = -EIO;
@@ -279,6 +309,8 @@ static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		}
 		copied = page ? copy_page_to_iter(page, off, n, to) :
 				iov_iter_zero(n, to);
+		if (page && READ_ONCE(m->cow))
+			put_page(page);
 		done += copied;
 		pos += copied;
 		if (copied < n) {
@@ -321,6 +353,14 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		goto out;
 	if (pos > i_size_read(inode))
 		morsel_zero_past_size(inode, pos);
+	/* A clone's pages become this file's own before they change. */
+	err = morsel_unshare_range(m, round_down(pos, PAGE_SIZE),
+				   PAGE_ALIGN(pos + iov_iter_count(from)),
+				   MORSEL_UNSHARE_DATA);
+	if (err) {
+		err = err == -EHWPOISON ? -EIO : err;	/* as a read of it */
+		goto fit;
+	}
 	while (iov_iter_count(from)) {
 		size_t off = offset_in_page(pos);
 		size_t n = min(PAGE_SIZE - off, iov_iter_count(from));
@@ -351,6 +391,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	}
 	if (err)	/* the page the copy stopped in */
 		trim_past_size(inode, pos + PAGE_SIZE);
+fit:
 	if (m->order != order)
 		morsel_fit_order(inode);
 	iocb->ki_pos = pos;
@@ -379,6 +420,7 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 	struct morsel *m = inode->i_private;
 	u64 first = PAGE_ALIGN(start);
 	u64 last = end == size ? PAGE_ALIGN(end) : round_down(end, PAGE_SIZE);
+	int err;
 
 	if (first > last) {		/* within one page */
 		morsel_zero_range(m, start, end);
@@ -391,6 +433,18 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 		return 0;
 	filemap_invalidate_lock(inode->i_mapping);
 	mutex_lock(&m->lock);
+	/*
+	 * A clone's shared tables: the edges of the range become this
+	 * file's own (its inside goes whole, to the other owners), or with
+	 * a mapping every table of it (tables of a mapped morsel stay).
+	 */
+	err = morsel_unshare(m, first, last, m->nr_maps ?
+			     MORSEL_UNSHARE_TABLES : MORSEL_UNSHARE_EDGES);
+	if (err) {
+		mutex_unlock(&m->lock);
+		filemap_invalidate_unlock(inode->i_mapping);
+		return err;
+	}
 	/* On the device: the range first, so a crash finishes the punch. */
 	if (m->pm) {
 		morsel_pm_set_word(inode, MORSEL_PM_FIELD(punch_end), last);
@@ -424,7 +478,9 @@ int morsel_collapse_range(struct inode *inode, u64 start, u64 end)
 	filemap_invalidate_lock(inode->i_mapping);
 	morsel_zap_paged(inode, start, end, false);
 	mutex_lock(&m->lock);
-	err = m->nr_maps ? -EBUSY : morsel_collapse(m, start, end);
+	err = m->nr_maps ? -EBUSY :
+	      morsel_unshare(m, start, end, MORSEL_UNSHARE_DATA) ?:
+	      morsel_collapse(m, start, end);
 	mutex_unlock(&m->lock);
 	filemap_invalidate_unlock(inode->i_mapping);
 	return err;
@@ -451,10 +507,23 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	long err;
 
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
-		     FALLOC_FL_ZERO_RANGE))
+		     FALLOC_FL_ZERO_RANGE | FALLOC_FL_UNSHARE_RANGE))
 		return -EOPNOTSUPP;
+	/*
+	 * Every mode that populates also makes the range this file's own
+	 * (a later write needs no copy, so it cannot fail for want of
+	 * room); so UNSHARE_RANGE is mode 0 (or KEEP_SIZE), as on XFS.
+	 */
+	mode &= ~FALLOC_FL_UNSHARE_RANGE;
 	inode_lock(inode);
 	size = i_size_read(inode);
+	if (offset < size && !(mode & FALLOC_FL_PUNCH_HOLE)) {
+		err = morsel_unshare_range(m, round_down(offset, PAGE_SIZE),
+					   PAGE_ALIGN(min(end, size)),
+					   MORSEL_UNSHARE_DATA);
+		if (err)
+			goto out;
+	}
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
 		err = offset < size ?
 			morsel_evict(inode, size, offset, min(end, size)) : 0;
@@ -580,6 +649,7 @@ const struct file_operations morsel_fops = {
 	.mmap_len = morsel_mmap_len,
 	.get_unmapped_area = morsel_get_unmapped_area,
 	.fallocate = morsel_fallocate,
+	.remap_file_range = morsel_remap_file_range,
 	.unlocked_ioctl = morsel_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.fsync = morsel_fsync,

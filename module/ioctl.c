@@ -148,7 +148,10 @@ static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
 		if (!err)
 			fsnotify_modify(file);
 	} else if (!err) {
-		err = morsel_populate_range(m, r.offset, r.offset + r.length,
+		/* Populating a clone's range makes it this file's own. */
+		err = morsel_unshare_range(m, r.offset, r.offset + r.length,
+					   MORSEL_UNSHARE_DATA) ?:
+		      morsel_populate_range(m, r.offset, r.offset + r.length,
 					    r.flags & MORSEL_POPULATE_HUGE ?
 					    MORSEL_HINT_ADVISED :
 					    MORSEL_HINT_NONE);

@@ -125,7 +125,7 @@ bool morsel_memerr_take(struct page *page, struct super_block *sb)
 	struct super_block *isb;
 	bool taken;
 
-	inode = memerr_file(READ_ONCE(page->private));
+	inode = memerr_file((u32)READ_ONCE(page->private));	/* id: tree.c */
 	if (!inode)
 		return false;
 	isb = inode->i_sb;

@@ -11,6 +11,7 @@
  *   fs.c     morselfs: super block, inodes, mount options
  *   xattr.c  extended attributes and POSIX ACLs
  *   file.c   file operations: mmap placement, read/write, fallocate
+ *   clone.c  FICLONE and FICLONERANGE (->remap_file_range)
  *   ioctl.c  the MORSEL_IOC_* ioctls
  *   stats.c  global counters in /sys/fs/morselfs
  *   memerr.c memory errors: a failed page leaves its morsel
@@ -24,6 +25,7 @@
 
 #include <linux/atomic.h>
 #include <linux/mutex.h>
+#include <linux/srcu.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/mm.h>
@@ -146,6 +148,9 @@ struct morsel_sb {
  * @nr_huge1g:  1 GiB leaves (each 262144 of @nr_pages).
  * @had_huge1g: a 1 GiB leaf was ever published (mount.c flushes then
  *              wait for GUP's readers of PUD leaves; never cleared).
+ * @cow:        took part in a clone, so parts of its tree may be shared
+ *              (tree.c); then our walkers hold @lock.  Never cleared.
+ * @walker:     the task holding @lock around such a walk (tree.c).
  * @huge:       MORSEL_HUGE_* for this file, or MORSEL_HUGE_INHERIT.
  * @nr_tables:  table pages per level (index level - 1).
  * @sbi:        the file system instance, charged for pages and tables.
@@ -174,6 +179,8 @@ struct morsel {
 	atomic_long_t nr_huge;
 	atomic_long_t nr_huge1g;
 	bool had_huge1g;
+	bool cow;
+	struct task_struct *walker;
 	unsigned int huge;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
 	struct morsel_sb *sbi;
@@ -241,6 +248,18 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end);
 void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 			 u64 start, u64 end);
 void morsel_zero_range(struct morsel *m, u64 start, u64 end);
+#define MORSEL_UNSHARE_EDGES	0
+#define MORSEL_UNSHARE_TABLES	1
+#define MORSEL_UNSHARE_DATA	2
+int morsel_unshare(struct morsel *m, u64 start, u64 end, unsigned int how);
+int morsel_unshare_range(struct morsel *m, u64 start, u64 end,
+			 unsigned int how);
+extern struct srcu_struct morsel_walk_srcu;
+void morsel_walk_lock(struct morsel *m);
+void morsel_walk_unlock(struct morsel *m);
+struct page *morsel_get(struct morsel *m, u64 off, int hint, bool write);
+int morsel_clone(struct morsel *dst, u64 doff, struct morsel *src, u64 soff,
+		 u64 len);
 int morsel_writeback(struct morsel *m, u64 start, u64 end);
 int morsel_writeback_inode(struct inode *inode, u64 start, u64 end);
 mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
@@ -259,6 +278,8 @@ extern const struct vm_operations_struct morsel_vm_ops;
 int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma);
 bool morsel_order0_mapped(struct morsel *m);
 void morsel_flush_mappers(struct morsel *m, u64 start, u64 end);
+void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
+				 bool tables);
 bool morsel_top_level_mount(unsigned int order);
 
 /*
@@ -284,6 +305,11 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
 int morsel_collapse_range(struct inode *inode, u64 start, u64 end);
 void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 		      bool even_cows);
+
+/* clone.c */
+loff_t morsel_remap_file_range(struct file *file_in, loff_t pos_in,
+			       struct file *file_out, loff_t pos_out,
+			       loff_t len, unsigned int flags);
 
 /* memerr.c */
 int morsel_memerr_init(void);

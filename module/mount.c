@@ -76,6 +76,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/pgtable.h>
 #include <linux/slab.h>
+#include <linux/srcu.h>
 #include <asm/tlbflush.h>
 
 #include "morsel.h"
@@ -197,8 +198,18 @@ static int mount(struct vm_area_struct *vma)
 	 * stay).
 	 */
 	if (map->order == 1 || map->order == 2) {
-		int err = morsel_split(vma_morsel(vma), 0, map->order);
+		int err = 0;
 
+		/*
+		 * The PTE table of a clone may be shared: the mount would
+		 * skip the PMD entry that takes write away (tree.c), so it
+		 * becomes this morsel's own first (morsel_walk_lock held).
+		 */
+		if (map->order == 1 && READ_ONCE(vma_morsel(vma)->cow))
+			err = morsel_unshare(vma_morsel(vma), 0, PAGE_SIZE,
+					     MORSEL_UNSHARE_TABLES);
+		if (!err)
+			err = morsel_split(vma_morsel(vma), 0, map->order);
 		if (err)
 			return err;
 	}
@@ -246,6 +257,15 @@ again:
 		pr_err_ratelimited("morsel: foreign entry %llx at %lx\n",
 				   cur, vma->vm_start);
 		return -EEXIST;
+	} else if (cur != want && !((cur ^ want) & PTE_PFN_MASK) &&
+		   (want & _PAGE_RW)) {
+		/*
+		 * A read-only copy of the same page, made while a clone
+		 * shared it (tree.c): now it is this morsel's own, and the
+		 * copy gains write in place (no flush: rights only widen
+		 * to what the VMA allows).
+		 */
+		try_cmpxchg64(slot, &cur, want);
 	}
 	/* (Order 0: another fault's stale copy goes; the access refaults.) */
 	if (page)
@@ -351,8 +371,20 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 		return err;
 	vma->vm_ops = &morsel_vm_ops;
 	if (i_size_read(file_inode(vma->vm_file)) &&
-	    morsel_vma_mounts(vma->vm_flags))
-		mount(vma);
+	    morsel_vma_mounts(vma->vm_flags)) {
+		/* As a fault (the VMA is not yet where a clone unmaps). */
+		int idx = srcu_read_lock(&morsel_walk_srcu);
+
+		if (READ_ONCE(m->cow)) {
+			srcu_read_unlock(&morsel_walk_srcu, idx);
+			morsel_walk_lock(m);
+			mount(vma);
+			morsel_walk_unlock(m);
+		} else {
+			mount(vma);
+			srcu_read_unlock(&morsel_walk_srcu, idx);
+		}
+	}
 	return 0;
 }
 
@@ -375,6 +407,16 @@ int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
  */
 void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
 {
+	morsel_flush_mappers_tables(m, start, end, false);
+}
+
+/*
+ * The same, and with @tables also the paging-structure caches: a table
+ * under the range left the tree (a clone's other owner may free it).
+ */
+void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
+				 bool tables)
+{
 	struct morsel_map *map;
 
 	lockdep_assert_held(&m->lock);
@@ -385,7 +427,7 @@ void morsel_flush_mappers(struct morsel *m, u64 start, u64 end)
 		if (start >= stop)	/* past this VMA's extent */
 			continue;
 		flush_tlb_mm_range(vma->vm_mm, vma->vm_start + start,
-				   vma->vm_start + stop, PAGE_SHIFT, false);
+				   vma->vm_start + stop, PAGE_SHIFT, tables);
 		mmu_notifier_invalidate_cleared(vma->vm_mm,
 						vma->vm_start + start,
 						vma->vm_start + stop);
@@ -402,8 +444,8 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	struct vm_area_struct *vma = vmf->vma;
 	struct morsel *m = vma_morsel(vma);
 	u64 off = vmf->address - vma->vm_start;
+	int hint = morsel_vma_hint(vma), err = 0, idx;
 	struct page *page;
-	int err;
 
 	if (off >= PAGE_ALIGN(i_size_read(file_inode(vma->vm_file))))
 		return VM_FAULT_SIGBUS;
@@ -413,14 +455,31 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	 */
 	if (!morsel_vma_mounts(vma->vm_flags))
 		return VM_FAULT_SIGBUS;
-	page = morsel_populate(m, off, morsel_vma_hint(vma));
+	/*
+	 * A clone's tree is walked under m->lock (tree.c): a write fault
+	 * there gives this morsel its own copy of what it writes.  A clone
+	 * that starts meanwhile waits for this walk (morsel_walk_srcu).
+	 */
+	idx = srcu_read_lock(&morsel_walk_srcu);
+	if (READ_ONCE(m->cow)) {
+		srcu_read_unlock(&morsel_walk_srcu, idx);
+		morsel_walk_lock(m);
+		page = morsel_get(m, off, hint, vmf->flags & FAULT_FLAG_WRITE);
+		if (!IS_ERR(page))
+			err = mount(vma);
+		morsel_walk_unlock(m);
+	} else {
+		page = morsel_populate(m, off, hint);
+		if (!IS_ERR(page))
+			err = mount(vma);
+		srcu_read_unlock(&morsel_walk_srcu, idx);
+	}
 	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
 		return VM_FAULT_SIGBUS;		/* size= reached, as tmpfs */
 	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON)
 		return VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
 	if (IS_ERR(page))
 		return VM_FAULT_OOM;
-	err = mount(vma);
 	if (err == -ENOMEM)
 		return VM_FAULT_OOM;
 	return err ? VM_FAULT_SIGBUS : VM_FAULT_NOPAGE;
@@ -493,13 +552,25 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 		flush_tlb_mm_range(mm, vma->vm_start, vma->vm_end, PAGE_SHIFT, true);
 }
 
-/* GUP's slow path asks this for the page behind a (special) leaf PTE. */
+/*
+ * GUP's slow path asks this for the page behind a (special) leaf PTE,
+ * holding the lock of the table the PTE is in: the page of that very
+ * PTE, found by the walk GUP just made (through the mount into the
+ * morsel's tables, or the order-0 copy).  Every leaf of ours changes
+ * under that lock, so the page is the one the PTE maps and stays until
+ * GUP has its reference.  (The tree's own walk from its root would see a
+ * PTE table that a clone's break put in place meanwhile: tree.c.)
+ */
 static struct page *morsel_find_special_page(struct vm_area_struct *vma,
 					     unsigned long addr)
 {
-	struct page *page = morsel_lookup(vma_morsel(vma), addr - vma->vm_start);
+	pgd_t *pgd = pgd_offset(vma->vm_mm, addr);
+	p4d_t *p4d = p4d_offset(pgd, addr);
+	pud_t *pud = pud_offset(p4d, addr);
+	pmd_t *pmd = pmd_offset(pud, addr);
+	pte_t pte = ptep_get(pte_offset_kernel(pmd, addr));
 
-	return IS_ERR(page) ? NULL : page;
+	return pte_present(pte) ? pfn_to_page(pte_pfn(pte)) : NULL;
 }
 
 /* Never reached: ->pgtable_fault handles every fault. */

@@ -272,8 +272,14 @@ int morsel_resize(struct inode *inode, loff_t size)
 	if (order < 0)
 		return order;
 	filemap_invalidate_lock(inode->i_mapping);
-	mutex_lock(&m->lock);
+	morsel_walk_lock(m);	/* morsel_zero_range unshares under it */
 	err = morsel_raise_order(m, order);
+	/* A clone's tables past the new size: as at a punch (file.c). */
+	if (!err && size < old)
+		err = morsel_unshare(m, round_down(size, PAGE_SIZE),
+				     morsel_extent(m->order), m->nr_maps ?
+				     MORSEL_UNSHARE_TABLES :
+				     MORSEL_UNSHARE_EDGES);
 	if (err)
 		goto out;
 	if (size > old)
@@ -294,7 +300,7 @@ int morsel_resize(struct inode *inode, loff_t size)
 	}
 	fit(m, size);
 out:
-	mutex_unlock(&m->lock);
+	morsel_walk_unlock(m);
 	if (!err && size < old)
 		morsel_zap_paged(inode, PAGE_ALIGN(size), 0, true);
 	filemap_invalidate_unlock(inode->i_mapping);

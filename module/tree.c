@@ -89,6 +89,7 @@
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/srcu.h>
 #include <asm/pgalloc.h>
 
 #include "morsel.h"
@@ -203,6 +204,7 @@ static void *table_alloc(struct morsel *m, int level, u64 off)
 		charge_back(m, 1, drawn);
 		return ERR_PTR(err);
 	}
+	atomic_set(&pt->pt_frag_refcount, 0);	/* no other owner (share) */
 	atomic_long_inc(&m->nr_tables[level - 1]);
 	atomic_long_inc(&morsel_stat_tables);
 	return ptdesc_address(pt);
@@ -285,7 +287,7 @@ static struct page *leaf_page(mentry_t e, u64 off, int level)
 static void page_owned(struct morsel *m, struct page *page, u64 off)
 {
 	page->index = off >> PAGE_SHIFT;
-	set_page_private(page, m->id);
+	set_page_private(page, m->id);	/* and no other owner (share) */
 }
 
 static void page_disowned(struct morsel *m, struct page *page)
@@ -312,13 +314,27 @@ static void page_release(struct morsel *m, struct page *page)
 	src_page_free(m->src, page);
 }
 
+static bool page_leave(struct page *page);
+
+/*
+ * A page leaves @m's tree (its leaf cleared and flushed): released, unless
+ * another tree still owns it (a clone), which keeps it and its charge.
+ */
+static void page_gone(struct morsel *m, struct page *page)
+{
+	if (page_leave(page)) {
+		atomic_long_dec(&m->nr_pages);
+		return;
+	}
+	page_release(m, page);
+	pages_added(m, -1);
+}
+
 /* A leaf goes: a page's is released, a poisoned one had nothing left. */
 static void page_free(struct morsel *m, mentry_t e)
 {
-	if (e == MORSEL_POISON)
-		return;
-	page_release(m, entry_page(e));
-	pages_added(m, -1);
+	if (e != MORSEL_POISON)
+		page_gone(m, entry_page(e));
 }
 
 /* A page that lost its publication race (or was never used). */
@@ -350,6 +366,192 @@ static void huge_release(struct morsel *m, struct page *page, int level)
 	src_huge_free(m->src, page, level);
 }
 
+/*
+ * ---- Sharing between trees (clones; docs/design.md) ----
+ *
+ * An entry without RW (and, for a leaf, without Dirty: RW=0 with D=1 is a
+ * shadow-stack page) points at something that may be shared.  Tables
+ * count their other owners in pt_frag_refcount, data pages in the upper
+ * half of page->private.  Only tables of levels 1 and 2 and leaves are
+ * ever shared; the root and the tables of level 3 and up never are.
+ */
+#define LEAF_MARKS	((mentry_t)(_PAGE_RW | _PAGE_DIRTY))
+#define TABLE_MARKS	((mentry_t)_PAGE_RW)
+#define OWNER_ONE	BIT(32)
+
+static inline bool entry_leaf(mentry_t e, int level)
+{
+	return !level || entry_huge(e);
+}
+
+static inline bool entry_marked(mentry_t e)
+{
+	return !(e & _PAGE_RW);
+}
+
+static inline mentry_t marks(mentry_t e, int level)
+{
+	return entry_leaf(e, level) ? LEAF_MARKS : TABLE_MARKS;
+}
+
+/* Take write away from the entry in @slot (atomic: the MMU sets A bits). */
+static void entry_protect(mentry_t *slot, int level)
+{
+	mentry_t e = READ_ONCE(*slot);
+
+	while (e && e != MORSEL_POISON &&
+	       !try_cmpxchg64(slot, &e, e & ~marks(e, level)))
+		;
+}
+
+static void entry_unprotect(mentry_t *slot, int level)
+{
+	mentry_t e = READ_ONCE(*slot);
+
+	while (e && !try_cmpxchg64(slot, &e, e | marks(e, level)))
+		;
+}
+
+static atomic_t *table_owners(void *table)
+{
+	return &virt_to_ptdesc(table)->pt_frag_refcount;
+}
+
+static atomic_long_t *page_owners(struct page *page)
+{
+	return (atomic_long_t *)&page->private;
+}
+
+static bool page_shared(struct page *page)
+{
+	return atomic_long_read(page_owners(page)) >= (long)OWNER_ONE;
+}
+
+/* One owner leaves @page: true if others still own it (it stays). */
+static bool page_leave(struct page *page)
+{
+	long old = atomic_long_read(page_owners(page));
+
+	do {
+		if (old < (long)OWNER_ONE)
+			return false;
+	} while (!atomic_long_try_cmpxchg(page_owners(page), &old,
+					  old - OWNER_ONE));
+	return true;
+}
+
+/* Whether any page under the leaf @e of @level has another owner. */
+static bool leaf_shared(mentry_t e, int level)
+{
+	unsigned long i;
+
+	if (e == MORSEL_POISON)
+		return false;
+	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+		if (page_shared(entry_page(e) + i))
+			return true;
+	return false;
+}
+
+/* The object @e of level @level (a page, a leaf, a table) gains an owner. */
+static void object_join(mentry_t e, int level)
+{
+	unsigned long i;
+
+	if (!e || e == MORSEL_POISON)
+		return;
+	if (entry_leaf(e, level)) {
+		for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+			atomic_long_add(OWNER_ONE, page_owners(entry_page(e) + i));
+	} else {
+		atomic_inc(table_owners(entry_va(e)));
+	}
+}
+
+/*
+ * What a subtree holds, for the counters of a morsel that starts or stops
+ * referencing it while another keeps it (a shared object is counted in
+ * each file that references it, and once in the totals).
+ */
+struct tally {
+	long pages, huge, huge1g;
+	long tables[MORSEL_TABLE_LEVELS];
+};
+
+static void tally_add(struct tally *t, mentry_t e, int level)
+{
+	mentry_t *table;
+	unsigned int i;
+
+	if (!e || e == MORSEL_POISON)
+		return;
+	if (entry_leaf(e, level)) {
+		t->pages += MORSEL_LEAF_PAGES(level);
+		if (level == 1)
+			t->huge++;
+		else if (level == 2)
+			t->huge1g++;
+		return;
+	}
+	t->tables[level - 1]++;
+	table = entry_va(e);
+	for (i = 0; i < PTRS_PER_PTE; i++)
+		tally_add(t, READ_ONCE(table[i]), level - 1);
+}
+
+/* Add (@sign 1) or take away (-1) @t from @m's own counters only. */
+static void tally_apply(struct morsel *m, const struct tally *t, int sign)
+{
+	int i;
+
+	atomic_long_add(sign * t->pages, &m->nr_pages);
+	atomic_long_add(sign * t->huge, &m->nr_huge);
+	atomic_long_add(sign * t->huge1g, &m->nr_huge1g);
+	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
+		atomic_long_add(sign * t->tables[i], &m->nr_tables[i]);
+}
+
+/*
+ * @m stops referencing the possibly shared table @e of @level (its entry
+ * is already cleared, and no walker of @m can be in it).  Return: true if
+ * another owner keeps it (only @m's own counters change); false if @m was
+ * the last owner and must free it as its own.
+ */
+static bool table_leave(struct morsel *m, mentry_t e, int level)
+{
+	struct tally t = { };
+
+	tally_add(&t, e, level);	/* stable: we still own it */
+	if (!atomic_add_unless(table_owners(entry_va(e)), -1, 0))
+		return false;
+	tally_apply(m, &t, -1);
+	return true;
+}
+
+/*
+ * The whole huge leaf @e of @level left @m's tree (cleared and flushed):
+ * its block goes back as one, unless some of its pages have other owners;
+ * then it goes page by page, as after a split.  (The caller counts the
+ * leaf itself: huge_added.)
+ */
+static void leaf_gone(struct morsel *m, mentry_t e, int level)
+{
+	unsigned long i, nr = MORSEL_LEAF_PAGES(level);
+	struct page *page = entry_page(e);
+
+	if (!leaf_shared(e, level)) {
+		huge_release(m, page, level);
+		pages_added(m, -nr);
+		return;
+	}
+	src_huge_split(m->src, level);
+	for (i = 0; i < nr; i++) {
+		page_gone(m, page + i);
+		if (!(i % PTRS_PER_PTE))
+			cond_resched();
+	}
+}
+
 /* Publish @new in the empty @slot; on a lost race return the winner. */
 static mentry_t publish(struct morsel *m, mentry_t *slot, mentry_t new,
 			bool *lost)
@@ -375,16 +577,20 @@ static mentry_t publish_root(struct morsel *m, mentry_t new,
 {
 	mentry_t e;
 
+	bool held = READ_ONCE(m->walker) == current;	/* morsel_walk_lock */
+
 	if (m->src->root_table)
 		return publish(m, m->rootp, new, lost);
-	mutex_lock(&m->lock);
+	if (!held)
+		mutex_lock(&m->lock);
 	if (READ_ONCE(m->order) == order) {
 		e = publish(m, m->rootp, new, lost);
 	} else {
 		*lost = true;
 		e = READ_ONCE(*m->rootp);
 	}
-	mutex_unlock(&m->lock);
+	if (!held)
+		mutex_unlock(&m->lock);
 	return e;
 }
 
@@ -492,11 +698,14 @@ static int split_huge(struct morsel *m, mentry_t *slot, mentry_t e, int level)
 	unsigned int i;
 	bool done;
 
+	/* The smaller leaves of a shared leaf are shared (marked) too. */
+	mentry_t unmark = entry_marked(e) ? LEAF_MARKS : 0;
+
 	if (IS_ERR(t))
 		return PTR_ERR(t);
 	for (i = 0; i < PTRS_PER_PTE; i++)
-		tstore(m, &t[i], level == 1 ? page_entry(page + i) :
-		       huge_entry(page + i * step, level - 1));
+		tstore(m, &t[i], (level == 1 ? page_entry(page + i) :
+		       huge_entry(page + i * step, level - 1)) & ~unmark);
 	if (level == 1) {
 		ptl = ptlock_ptr(virt_to_ptdesc(slot));
 		spin_lock(ptl);
@@ -680,6 +889,61 @@ again:
 		pages_added(m, 1);
 	}
 	return entry_page(e);
+}
+
+/*
+ * Our lock-free walkers of a morsel that may be cloned meanwhile hold this
+ * (SRCU: a fault may sleep in the page allocator); a clone sets m->cow and
+ * waits for them once, and from then on they take m->lock instead.
+ */
+DEFINE_SRCU(morsel_walk_srcu);
+
+/* m->lock around a walk of a cloned morsel (publish_root knows it). */
+void morsel_walk_lock(struct morsel *m)
+{
+	mutex_lock(&m->lock);
+	WRITE_ONCE(m->walker, current);
+}
+
+void morsel_walk_unlock(struct morsel *m)
+{
+	WRITE_ONCE(m->walker, NULL);
+	mutex_unlock(&m->lock);
+}
+
+/**
+ * morsel_get - morsel_populate for a cloned morsel, under morsel_walk_lock
+ * @write: the caller will store into the page: it becomes @m's own
+ *
+ * A read of a populated page leaves it shared; filling a hole first makes
+ * the PTE table it goes into @m's own.  The page stays valid while the
+ * caller holds m->lock (a break of another tree cannot free it: it has
+ * an owner here).  Return: as morsel_populate.
+ */
+struct page *morsel_get(struct morsel *m, u64 off, int hint, bool write)
+{
+	int err = 0;
+
+	lockdep_assert_held(&m->lock);
+	if (write || !morsel_lookup(m, off))
+		err = morsel_unshare(m, off, off + PAGE_SIZE,
+				     write ? MORSEL_UNSHARE_DATA :
+					     MORSEL_UNSHARE_TABLES);
+	return err ? ERR_PTR(err) : morsel_populate(m, off, hint);
+}
+
+/* morsel_unshare for a caller that does not hold m->lock. */
+int morsel_unshare_range(struct morsel *m, u64 start, u64 end,
+			 unsigned int how)
+{
+	int err;
+
+	if (!READ_ONCE(m->cow))
+		return 0;
+	morsel_walk_lock(m);
+	err = morsel_unshare(m, start, end, how);
+	morsel_walk_unlock(m);
+	return err;
 }
 
 /**
@@ -888,6 +1152,9 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 	mutex_lock(&m->lock);
 	if (off >= morsel_extent(m->order))
 		goto out;
+	/* A clone's leaf changes only in a table of its own. */
+	if (morsel_unshare(m, off, off + PAGE_SIZE, MORSEL_UNSHARE_TABLES))
+		goto out;
 	slot = walk(m, off, false, NULL, &leaf, &level);
 	/* A failed page of a huge leaf leaves alone: the leaf splits. */
 	while (slot && entry_huge(leaf) && leaf_page(leaf, off, level) == page) {
@@ -919,11 +1186,12 @@ bool morsel_poison(struct morsel *m, u64 off, struct page *page)
 		goto out;
 	unmap_mapping_range(m->inode->i_mapping, off, PAGE_SIZE, 0);
 	morsel_flush_mappers(m, off, off + PAGE_SIZE);
-	if (m->src->keeps_failed)	/* never allocated again */
+	if (m->src->keeps_failed) {	/* never allocated again */
 		page_disowned(m, page);
-	else
-		page_release(m, page);
-	pages_added(m, -1);
+		pages_added(m, -1);
+	} else {
+		page_gone(m, page);	/* a clone may still hold it */
+	}
 out:
 	mutex_unlock(&m->lock);
 	return done;
@@ -998,6 +1266,14 @@ int morsel_writeback(struct morsel *m, u64 start, u64 end)
  */
 void morsel_zero_range(struct morsel *m, u64 start, u64 end)
 {
+	u64 first = round_down(start, PAGE_SIZE), last = PAGE_ALIGN(end);
+
+	/* A clone's page becomes this file's own before it is zeroed. */
+	if (start < end && READ_ONCE(m->cow) &&
+	    (READ_ONCE(m->walker) == current ?
+	     morsel_unshare(m, first, last, MORSEL_UNSHARE_DATA) :
+	     morsel_unshare_range(m, first, last, MORSEL_UNSHARE_DATA)))
+		return;
 	while (start < end) {
 		u64 stop = min(end, round_down(start, PAGE_SIZE) + PAGE_SIZE);
 		struct page *page = morsel_lookup(m, start);
@@ -1038,20 +1314,36 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 		       u64 start, u64 end)
 {
 	mentry_t e = READ_ONCE(*slot);
+	bool whole = start == 0 && end == level_span(level);
 
 	if (!e)
 		return;
+	/* A shared table wholly inside: its other owners keep it. */
+	if (whole && level && slot != m->rootp && !entry_leaf(e, level) &&
+	    entry_marked(e)) {
+		tstore(m, slot, 0);
+		if (table_leave(m, e, level))
+			return;
+	}
+	/* Only part of a shared table: morsel_unshare made the edges ours. */
+	if (WARN_ON_ONCE(!whole && level == 1 && slot != m->rootp &&
+			 !entry_leaf(e, level) && entry_marked(e) &&
+			 atomic_read(table_owners(entry_va(e)))))
+		return;
 	if ((level == 1 || level == 2) && entry_huge(e)) {
-		if (start == 0 && end == level_span(level)) {
+		if (whole) {
 			tstore(m, slot, 0);
-			huge_release(m, entry_page(e), level);
-			pages_added(m, -MORSEL_LEAF_PAGES(level));
+			leaf_gone(m, e, level);
 			huge_added(m, level, -1);
 			return;
 		}
-		/* Part of it: split, or (no table to be had) zero that part. */
+		/*
+		 * Part of it: split, or (no table to be had) zero that part;
+		 * a shared one morsel_unshare split already.
+		 */
 		if (split_huge(m, slot, e, level)) {
-			zero_huge(m, e, start, end);
+			if (!WARN_ON_ONCE(leaf_shared(e, level)))
+				zero_huge(m, e, start, end);
 			return;
 		}
 		e = READ_ONCE(*slot);
@@ -1082,6 +1374,424 @@ static void free_level(struct morsel *m, mentry_t *slot, int level,
 		else
 			page_free(m, e);
 	}
+}
+
+/*
+ * ---- Unsharing (docs/design.md: Copy-on-write clones) ----
+ *
+ * Under m->lock.  A chunk (at most one PTE table's span) is made @m's own
+ * top down; what the breaks replaced waits in a struct unshare until one
+ * flush of the chunk has gone to every mapper, then leaves @m.
+ */
+struct unshare {
+	struct page *old[PTRS_PER_PTE];	/* pages replaced by copies */
+	mentry_t *slot[PTRS_PER_PTE];	/* their leaves, now read-only */
+	unsigned int nr;
+	mentry_t table;			/* a PTE table replaced by a copy */
+};
+
+/*
+ * Copy the shared PTE table @e in @slot (an entry of a PMD table) for @m:
+ * each child gains an owner and loses write in both copies.  The entry is
+ * swapped under the old table's split lock: GUP's slow path holds it and
+ * then checks the PMD entry again (pte_offset_map_lock).
+ */
+static int break_table(struct morsel *m, struct unshare *u, mentry_t *slot,
+		       mentry_t e)
+{
+	mentry_t *old = entry_va(e), *t = table_alloc(m, 1, U64_MAX);
+	spinlock_t *ptl = ptlock_ptr(virt_to_ptdesc(old));
+	unsigned int i;
+
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	for (i = 0; i < PTRS_PER_PTE; i++) {
+		mentry_t x = READ_ONCE(old[i]);
+
+		if (x && x != MORSEL_POISON) {
+			object_join(x, 0);
+			entry_protect(&old[i], 0);
+			x = READ_ONCE(old[i]);
+		}
+		WRITE_ONCE(t[i], x);
+	}
+	spin_lock(ptl);
+	WRITE_ONCE(*slot, table_entry(t));
+	spin_unlock(ptl);
+	u->table = e;
+	return 0;
+}
+
+/* Give @m its own copy of the shared page of the leaf in @slot at @off. */
+static int break_page(struct morsel *m, struct unshare *u, mentry_t *slot,
+		      mentry_t e, u64 off)
+{
+	struct page *old = entry_page(e), *page;
+	spinlock_t *ptl = NULL;
+
+	if (!morsel_charge(m, 1))
+		return -ENOSPC;
+	page = src_page_alloc(m->src, false);
+	if (!page) {
+		morsel_uncharge(m, 1);
+		return m->src->full_errno;
+	}
+	/* A failed page (another file kept it) is a machine check here. */
+	if (copy_mc_highpage(page, old)) {
+		src_page_free(m->src, page);
+		morsel_uncharge(m, 1);
+		return -EHWPOISON;
+	}
+	page_owned(m, page, off);
+	atomic_long_inc(&morsel_stat_pages);
+	if (slot != m->rootp)
+		ptl = ptlock_ptr(virt_to_ptdesc(slot));
+	if (ptl)
+		spin_lock(ptl);
+	WRITE_ONCE(*slot, page_entry(page) & ~LEAF_MARKS);
+	if (ptl)
+		spin_unlock(ptl);
+	u->old[u->nr] = old;
+	u->slot[u->nr++] = slot;
+	return 0;
+}
+
+/*
+ * After the breaks of [@start, @end): every mapper flushed (page-by-page
+ * PTEs and order-0 copies unmapped too), then the copies become writable
+ * and what they replaced leaves @m.
+ */
+static void unshare_finish(struct morsel *m, struct unshare *u, u64 start,
+			   u64 end)
+{
+	struct address_space *mapping = m->inode->i_mapping;
+	unsigned int i;
+
+	if (!u->nr && !u->table)
+		return;
+	if (atomic_read(&m->nr_paged))
+		unmap_mapping_range(mapping, start, end - start, 0);
+	if (!start && (!m->order || morsel_order0_mapped(m)))
+		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
+	morsel_flush_mappers_tables(m, start, end, u->table);
+	for (i = 0; i < u->nr; i++) {
+		entry_unprotect(u->slot[i], 0);
+		if (!page_leave(u->old[i])) {	/* the other owner went */
+			page_release(m, u->old[i]);
+			atomic_long_dec(&morsel_stat_pages);
+			morsel_uncharge(m, 1);
+		}
+	}
+	u->nr = 0;
+	if (u->table) {
+		mentry_t *old = entry_va(u->table);
+
+		if (atomic_add_unless(table_owners(old), -1, 0)) {
+			atomic_long_dec(&m->nr_tables[0]);
+		} else {
+			/* The last owner: its children are the copy's now. */
+			for (i = 0; i < PTRS_PER_PTE; i++) {
+				mentry_t x = READ_ONCE(old[i]);
+
+				if (x && x != MORSEL_POISON)
+					page_leave(entry_page(x));
+				WRITE_ONCE(old[i], 0);
+			}
+			table_free(m, old, 1, true);
+		}
+		u->table = 0;
+	}
+}
+
+/*
+ * Make [@start, @end) (inside one PTE table's span) @m's own: the tables
+ * on its path, and with @data its leaves (shared pages copied, shared
+ * huge leaves split first, as THP does).  Without @data a shared huge
+ * leaf that the range covers only in part is split (its pages stay
+ * shared), so that the caller can free that part.
+ */
+static int unshare_chunk(struct morsel *m, struct unshare *u, u64 start,
+			 u64 end, bool data)
+{
+	mentry_t *slot = m->rootp, e;
+	int level = m->order, err;
+	unsigned int i;
+
+	for (;;) {
+		u64 base = round_down(start, level_span(level));
+		bool part = start > base || end < base + level_span(level);
+
+		e = READ_ONCE(*slot);
+		if (slot == m->rootp && level)
+			e &= ~MPM_ROOT_ORDER_MASK;
+		if (!e || e == MORSEL_POISON)
+			return 0;
+		if ((slot != m->rootp || !level) && entry_marked(e)) {
+			if (entry_leaf(e, level) && !leaf_shared(e, level)) {
+				if (data)
+					entry_unprotect(slot, level);
+				return 0;
+			}
+			if (!level)
+				return data ? break_page(m, u, slot, e, start) : 0;
+			if (entry_leaf(e, level)) {
+				if (!data && !part)
+					return 0;	/* it goes whole */
+				err = split_huge(m, slot, e, level);
+				if (err)
+					return err;
+				continue;
+			}
+			if (level != 1 || !atomic_read(table_owners(entry_va(e)))) {
+				entry_unprotect(slot, level);
+				continue;
+			}
+			if (!data && !part)
+				return 0;	/* it goes whole */
+			err = break_table(m, u, slot, e);
+			if (err)
+				return err;
+			continue;
+		}
+		if (entry_leaf(e, level))
+			return 0;
+		if (level == 1)
+			break;
+		slot = (mentry_t *)entry_va(e) + level_index(start, level);
+		level--;
+	}
+	if (!data)
+		return 0;
+	slot = (mentry_t *)entry_va(e) + level_index(start, 1);
+	for (i = 0; i < (end - start) >> PAGE_SHIFT; i++) {
+		mentry_t x = READ_ONCE(slot[i]);
+
+		if (!x || x == MORSEL_POISON || !entry_marked(x))
+			continue;
+		if (!page_shared(entry_page(x))) {
+			entry_unprotect(&slot[i], 0);
+			continue;
+		}
+		err = break_page(m, u, &slot[i], x,
+				 start + ((u64)i << PAGE_SHIFT));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * morsel_unshare - make [@start, @end) of a cloned morsel its own
+ * @how: MORSEL_UNSHARE_EDGES (the tables on the paths of @start and
+ *       @end - 1, and shared huge leaves across them: before freeing the
+ *       range, whose inside may stay shared), _TABLES (every table of the
+ *       range: before clearing its leaves while mapped) or _DATA (tables
+ *       and data: before writing)
+ *
+ * Caller holds m->lock.  Nothing to do for a morsel that never took part
+ * in a clone.  Return: 0, -ENOMEM, -ENOSPC or -EINTR; what was made the
+ * morsel's own before an error stays so (it reads the same).
+ */
+int morsel_unshare(struct morsel *m, u64 start, u64 end, unsigned int how)
+{
+	u64 span = level_span(1), off;
+	struct unshare *u;
+	int err = 0;
+
+	lockdep_assert_held(&m->lock);
+	if (!READ_ONCE(m->cow) || start >= end)
+		return 0;
+	end = min(end, morsel_extent(m->order));
+	u = kzalloc(sizeof(*u), GFP_KERNEL);
+	if (!u)
+		return -ENOMEM;
+	for (off = start; off < end && !err;
+	     off = round_down(off, span) + span) {
+		u64 stop = min(end, round_down(off, span) + span);
+
+		if (how == MORSEL_UNSHARE_EDGES && off != start && stop != end)
+			continue;
+		err = unshare_chunk(m, u, off, stop, how == MORSEL_UNSHARE_DATA);
+		unshare_finish(m, u, off, stop);
+		if (!err && fatal_signal_pending(current))
+			err = -EINTR;
+		cond_resched();
+	}
+	kfree(u);
+	return err;
+}
+
+/* Undo object_join. */
+static void object_unjoin(mentry_t e, int level)
+{
+	unsigned long i;
+
+	if (!e || e == MORSEL_POISON)
+		return;
+	if (!entry_leaf(e, level)) {
+		atomic_dec(table_owners(entry_va(e)));
+		return;
+	}
+	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+		page_leave(entry_page(e) + i);
+}
+
+/*
+ * A root table for @m (order >= 1) if it has none, published under the
+ * m->lock the caller holds (walk_to would take it: publish_root), just
+ * before the first entry goes below it: an empty source leaves the
+ * destination without tables, as an empty file has none.
+ */
+static int clone_root(struct morsel *m)
+{
+	mentry_t *t;
+	bool lost;
+
+	if (!m->order || READ_ONCE(*m->rootp))
+		return 0;
+	t = table_alloc(m, m->order, U64_MAX);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	publish(m, m->rootp, root_word(table_entry(t), m->order), &lost);
+	if (lost)		/* m->lock is held: nobody else publishes it */
+		table_free(m, t, m->order, false);
+	return 0;
+}
+
+/*
+ * Share the page of @src at @soff into the empty leaf of @dst at @doff.
+ * A leaf a racing fault put there meanwhile is replaced and waits in @b
+ * for the caller's flush.  *@n receives the bytes done (a hole of @src is
+ * skipped a missing table at a time).
+ */
+static int clone_page(struct morsel *dst, u64 doff, struct morsel *src,
+		      u64 soff, struct morsel_batch *b, u64 *n)
+{
+	mentry_t *ss, *ds, se = 0, de, leaf;
+	struct page *page = NULL;
+	u64 hole = PAGE_SIZE;
+	int sl, dl, err;
+
+	*n = PAGE_SIZE;
+	ss = walk(src, soff, false, &hole, &se, &sl);
+	if (!ss) {
+		*n = round_down(soff, hole) + hole - soff;
+		return 0;
+	}
+	if (!se)
+		return 0;
+	leaf = MORSEL_POISON;
+	if (se != MORSEL_POISON) {
+		page = leaf_page(se, soff, sl);
+		atomic_long_add(OWNER_ONE, page_owners(page));
+		entry_protect(ss, sl);
+		leaf = page_entry(page) & ~LEAF_MARKS;
+	}
+	for (;;) {
+		de = 0;
+		err = clone_root(dst);
+		ds = err ? ERR_PTR(err) : walk(dst, doff, true, NULL, &de, &dl);
+		err = PTR_ERR_OR_ZERO(ds);
+		if (!err && de && entry_huge(de))
+			err = split_huge(dst, ds, de, dl);
+		if (err) {
+			if (page)
+				page_leave(page);
+			return err;
+		}
+		if (de && entry_huge(de))
+			continue;
+		de = txchg(dst, ds, leaf);
+		if (de && de != MORSEL_POISON)
+			morsel_batch_add(b, entry_page(de));
+		break;
+	}
+	if (page)
+		atomic_long_inc(&dst->nr_pages);
+	return 0;
+}
+
+/**
+ * morsel_clone - let [@doff, @doff + @len) of @dst share what
+ * [@soff, @soff + @len) of @src holds
+ *
+ * Offsets and @len are page aligned and inside both extents.  The caller
+ * holds both inodes and invalidate locks exclusively and both m->locks,
+ * set m->cow on both and waited for their lock-free walkers, and evicted
+ * the destination range.  Whole PTE tables (and 2 MiB leaves) are shared
+ * where both offsets are 2 MiB aligned, pages elsewhere; the source's
+ * entries lose write first.  Afterwards the caller unmaps both ranges
+ * (mappers flushed and remounted).  @dst == @src is allowed (ranges do
+ * not overlap).  Return: 0, -ENOMEM, -ENOSPC (tables of @dst) or -EINTR;
+ * what was shared before an error stays shared.
+ */
+int morsel_clone(struct morsel *dst, u64 doff, struct morsel *src, u64 soff,
+		 u64 len)
+{
+	u64 span = level_span(1), done = 0, n;
+	struct morsel_batch b;
+	struct page *page;
+	int err;
+
+	lockdep_assert_held(&src->lock);
+	lockdep_assert_held(&dst->lock);
+	if (WARN_ON_ONCE(src->pm || dst->pm))
+		return -EOPNOTSUPP;
+	morsel_batch_init(dst->src, &b);
+	while (done < len && !err) {
+		u64 s = soff + done, d = doff + done;
+		mentry_t *ss, *ds, se = 0, de = 0;
+		struct tally t = { };
+		int sl = 0;
+		bool lost;
+
+		if (IS_ALIGNED(s, span) && IS_ALIGNED(d, span) &&
+		    len - done >= span && src->order >= 2 && dst->order >= 2) {
+			ss = walk_to(src, s, 1, false, NULL, &se, &sl);
+			if (!ss || !se) {
+				done += span;
+				continue;
+			}
+			if (sl != 1)	/* inside a 1 GiB leaf: by pages */
+				goto pages;
+			err = clone_root(dst);
+			if (err)
+				break;
+			ds = walk_to(dst, d, 1, true, NULL, &de, NULL);
+			if (IS_ERR(ds)) {
+				err = PTR_ERR(ds);
+				break;
+			}
+			if (de)		/* a table a mapping keeps: by pages */
+				goto pages;
+			object_join(se, 1);
+			entry_protect(ss, 1);
+			se = READ_ONCE(*ss);
+			publish(dst, ds, se, &lost);
+			if (lost) {
+				object_unjoin(se, 1);
+				goto pages;
+			}
+			tally_add(&t, se, 1);
+			tally_apply(dst, &t, 1);
+			done += span;
+			goto next;
+		}
+pages:
+		err = clone_page(dst, d, src, s, &b, &n);
+		done += min(n, len - done);
+next:
+		if (!err && fatal_signal_pending(current))
+			err = -EINTR;
+		cond_resched();
+	}
+	/* Leaves that racing faults put in @dst's range go after a flush. */
+	if (!morsel_batch_empty(&b))
+		morsel_flush_mappers(dst, doff, doff + len);
+	while ((page = morsel_batch_next(&b)))
+		page_gone(dst, page);
+	morsel_batch_fini(&b);
+	return err;
 }
 
 /**
@@ -1142,8 +1852,7 @@ static void evicted_release(struct morsel *m, struct evicted *ev,
 	morsel_flush_mappers(m, ev->from, end);
 	ev->from = end;
 	while ((page = morsel_batch_next(&ev->batch))) {
-		page_release(m, page);
-		pages_added(m, -1);
+		page_gone(m, page);
 		cond_resched();
 	}
 }
@@ -1167,8 +1876,7 @@ static bool evict_huge1g(struct morsel *m, struct evicted *ev,
 		ev->copies = false;
 	morsel_flush_mappers(m, off, off + level_span(2));
 	ev->from = off + level_span(2);
-	huge_release(m, entry_page(leaf), 2);
-	pages_added(m, -MORSEL_LEAF_PAGES(2));
+	leaf_gone(m, leaf, 2);
 	return true;
 }
 
@@ -1472,8 +2180,11 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 		 * first 2 MiB's PTE table, at order 2 the first 1 GiB's PMD
 		 * table.
 		 */
-		int err = order < 3 ? morsel_split(m, 0, max(order, 1U)) : 0;
+		int err = morsel_unshare(m, 0, morsel_extent(order) + PAGE_SIZE,
+					 MORSEL_UNSHARE_EDGES);
 
+		if (!err && order < 3)
+			err = morsel_split(m, 0, max(order, 1U));
 		if (err)
 			return err;
 		free_level(m, m->rootp, m->order, morsel_extent(order),
