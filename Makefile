@@ -16,7 +16,7 @@ BINS    += bench/trees bench/trees-split bench/fib bench/fib-split
 # The primitive's suites, which replaced morsel_test: the morsel and its
 # mappings, the ioctls and the morsel tool, file I/O, processes.
 BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test tests/huge_test
-BINS    += tests/huge1g_test
+BINS    += tests/huge1g_test tests/clone_test
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
@@ -120,6 +120,9 @@ tests/primitive_test: tests/primitive_test.c tests/ksft_util.h tests/morsel_util
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/huge_test: tests/huge_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/clone_test: tests/clone_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/huge1g_test: tests/huge1g_test.c tests/ksft_util.h tests/morsel_util.h tests/probe/probe.h $(LIB)

@@ -624,7 +624,6 @@ TEST(fallocate_other_modes_eopnotsupp)
 
 	ASSERT_LE(0, fd);
 	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, PG));
-	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_UNSHARE_RANGE, 0, PG));
 	ASSERT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_PUNCH_HOLE |
 					   FALLOC_FL_ZERO_RANGE |
 					   FALLOC_FL_KEEP_SIZE, 0, PG));

@@ -832,6 +832,18 @@ TEST_F(pm, refused_inputs)
 	strcpy(name + 256, "");
 	put(p("a"), "a");
 	put(p("b"), "b");
+	/* Clones are for volatile instances (docs/design.md). */
+	fd = open(p("a"), O_RDWR);
+	ASSERT_LE(0, fd);
+	{
+		int to = open(p("b"), O_RDWR);
+
+		ASSERT_LE(0, to);
+		EXPECT_EQ(-1, ioctl(to, FICLONE, fd));
+		EXPECT_EQ(EOPNOTSUPP, errno);
+		close(to);
+	}
+	close(fd);
 	/* Two names in one store are impossible: exchange and whiteout. */
 	EXPECT_EQ(-1, renameat2(AT_FDCWD, p("a"), AT_FDCWD, p("b"), RENAME_EXCHANGE));
 	EXPECT_EQ(EINVAL, errno);
