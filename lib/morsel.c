@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -113,6 +114,25 @@ int morsel_set_huge(int fd, unsigned int mode)
 	memset(&h, 0, sizeof(h));
 	h.mode = mode;
 	return ioctl(fd, MORSEL_IOC_SET_HUGE, &h) ? NEG_ERRNO : 0;
+}
+
+/* FICLONE and FICLONERANGE: the kernel does it all (clone.c). */
+int morsel_clone(int src_fd, int dst_fd)
+{
+	return ioctl(dst_fd, FICLONE, src_fd) ? NEG_ERRNO : 0;
+}
+
+int morsel_clone_range(int src_fd, uint64_t src_offset, int dst_fd,
+		       uint64_t dst_offset, uint64_t length)
+{
+	struct file_clone_range r;
+
+	memset(&r, 0, sizeof(r));
+	r.src_fd = src_fd;
+	r.src_offset = src_offset;
+	r.src_length = length;
+	r.dest_offset = dst_offset;
+	return ioctl(dst_fd, FICLONERANGE, &r) ? NEG_ERRNO : 0;
 }
 
 int morsel_bind(int fd, uint64_t addr)

@@ -93,6 +93,19 @@ int morsel_evict(int fd, uint64_t offset, uint64_t length);
 int morsel_populate_huge(int fd, uint64_t offset, uint64_t length);
 int morsel_collapse(int fd, uint64_t offset, uint64_t length);
 int morsel_set_huge(int fd, unsigned int mode);
+/*
+ * Copy-on-write clones (new in 1.3): @dst_fd's file becomes a copy of
+ * @src_fd's (FICLONE), or [@dst_offset, + @length) of it one of
+ * [@src_offset, + @length) of @src_fd's (FICLONERANGE; offsets page
+ * aligned, @length too unless it reaches the source's end, 0 up to
+ * there).  Both share their pages until either writes one; the first
+ * write gives the writer its own copy.  -EXDEV across instances,
+ * -EOPNOTSUPP on a persistent one, -EINVAL for unaligned or overlapping
+ * ranges of one file.
+ */
+int morsel_clone(int src_fd, int dst_fd);
+int morsel_clone_range(int src_fd, uint64_t src_offset, int dst_fd,
+		       uint64_t dst_offset, uint64_t length);
 /* Bind the morsel to @addr: every later mapping lands there. */
 int morsel_bind(int fd, uint64_t addr);
 /*

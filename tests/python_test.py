@@ -354,6 +354,21 @@ class MorselTest(unittest.TestCase):
             m.set_huge(morsel.HUGE_INHERIT)
             self.assertEqual(m.stat().huge_mode, morsel.HUGE_NEVER)
 
+    def test_clone(self):
+        p, q = self.path("src"), self.path("dst")
+        with morsel.create(p, 3 * MiB) as m:
+            os.pwrite(m.fileno(), b"x" * (3 * MiB), 0)
+        with morsel.clone(p, q) as c:
+            self.assertEqual(os.pread(c.fileno(), 10, MiB), b"x" * 10)
+            self.assertEqual(c.stat().pages, 768)   # each file counts them
+            os.pwrite(c.fileno(), b"y", 0)
+            with morsel.open(p) as m:
+                self.assertEqual(os.pread(m.fileno(), 1, 0), b"x")
+                c.clone_range(m, 2 * MiB, 0, PG)
+                self.assertEqual(os.pread(c.fileno(), 2, 0), b"xx")
+                self.assertErrno(errno.EINVAL, m.clone_range, m, 0, PG, 2 * PG)
+        self.assertEqual(os.stat(q).st_size, 3 * MiB)
+
     def test_populate(self):
         p = self.path("a")
         with morsel.create(p, 3 * MiB) as m:

@@ -31,6 +31,8 @@ static void usage(void)
 		"       morsel huge PATH MODE            the file's own huge mode: never, always,\n"
 		"                                        within_size, advise or inherit (huge=)\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
+		"       morsel clone SRC DST             DST shares SRC's pages copy-on-write\n"
+		"                                        (cp --reflink=always; one instance)\n"
 		"       morsel cache-stats [SOCKET]      the counters of morsel-cached (default\n"
 		"                                        $MORSEL_CACHED_SOCKET, else %s)\n"
 		"       morsel mkfs [-f] [-s SIZE] DEV   format DEV (a pmem device or an image file)\n"
@@ -218,6 +220,46 @@ static int cmd_bind(const char *path, const char *addr)
 	close(fd);
 	if (err) {
 		fprintf(stderr, "morsel: bind %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * DST becomes a copy-on-write clone of SRC, as cp --reflink=always makes
+ * it: created with SRC's permission bits if it does not exist, its
+ * content replaced if it does.
+ */
+static int cmd_clone(const char *src, const char *dst)
+{
+	struct stat st;
+	int in, out, err;
+
+	in = morsel_open(src, O_RDONLY);
+	if (in < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", src, strerror(-in));
+		return 1;
+	}
+	if (fstat(in, &st)) {
+		err = -errno;
+		close(in);
+		fprintf(stderr, "morsel: %s: %s\n", src, strerror(-err));
+		return 1;
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		   st.st_mode & 07777);
+	if (out < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", dst, strerror(errno));
+		close(in);
+		return 1;
+	}
+	err = morsel_clone(in, out);
+	close(in);
+	if (close(out) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "morsel: clone %s %s: %s\n", src, dst,
+			strerror(-err));
 		return 1;
 	}
 	return 0;
@@ -436,6 +478,8 @@ int main(int argc, char **argv)
 		return cmd_huge(argv[2], argv[3]);
 	if (!strcmp(argv[1], "bind") && argc == 4)
 		return cmd_bind(argv[2], argv[3]);
+	if (!strcmp(argv[1], "clone") && argc == 4)
+		return cmd_clone(argv[2], argv[3]);
 	if (!strcmp(argv[1], "stat")) {
 		for (i = 2; i < argc; i++)
 			ret |= cmd_stat(argv[i]);

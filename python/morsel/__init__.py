@@ -42,7 +42,7 @@ __version__ = "1.0.0"
 
 __all__ = [
     "Morsel", "Mapping", "Stat", "MappingInfo", "create", "create_unnamed",
-    "open", "send_fd", "recv_fd", "order_for_size", "order_extent", "READ",
+    "open", "clone", "send_fd", "recv_fd", "order_for_size", "order_extent", "READ",
     "WRITE", "EXEC",
     "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
     "HUGE_NEVER", "HUGE_ALWAYS", "HUGE_WITHIN_SIZE", "HUGE_ADVISE",
@@ -199,6 +199,37 @@ def create_unnamed(directory, size, mode=0o600):
     return Morsel(fd)
 
 
+def clone(source, destination):
+    """Make *destination* a copy-on-write clone of *source*; return it open.
+
+    *source* is a path or an open morsel (or descriptor).  *destination*
+    is a path, created with the source's permission bits if it does not
+    exist, its content replaced if it does (as ``cp --reflink=always``),
+    or an open morsel or descriptor, which is then returned as is.  Both
+    share their pages, whole page tables where they can, until either
+    writes one; the first write gives the writer its own copy.
+    ``OSError(EXDEV)`` across instances, ``OSError(EOPNOTSUPP)`` on a
+    persistent instance.
+    """
+    if _lib.clone is None:
+        raise OSError(errno.ENOSYS, "libmorsel older than 1.3: no clones")
+    if isinstance(source, (str, bytes, os.PathLike)):
+        with open(source, os.O_RDONLY) as src:
+            return clone(src, destination)
+    sfd = _fileno(source)
+    if not isinstance(destination, (str, bytes, os.PathLike)):
+        _check(_lib.clone(sfd, _fileno(destination)))
+        return destination
+    fd = os.open(destination, os.O_RDWR | os.O_CREAT | os.O_TRUNC |
+                 os.O_CLOEXEC, os.fstat(sfd).st_mode & 0o7777)
+    try:
+        _check(_lib.clone(sfd, fd), os.fspath(destination))
+        return Morsel(fd, os.fspath(destination))
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def open(path, flags=os.O_RDWR):
     """Open an existing morsel; *flags* as for :func:`os.open`.
 
@@ -342,6 +373,19 @@ class Morsel:
         instance.  Arguments as for :meth:`populate`.
         """
         self._range(_lib.collapse, offset, length)
+
+    def clone_range(self, source, src_offset, dst_offset, length):
+        """Let ``[dst_offset, dst_offset + length)`` of this morsel share
+        ``[src_offset, src_offset + length)`` of *source* (an open morsel
+        or descriptor) copy-on-write, as :func:`clone` does for a whole
+        file.  Offsets page aligned, *length* too unless the range reaches
+        the source's end (0: up to there); overlapping ranges of one file
+        give ``OSError(EINVAL)``."""
+        if _lib.clone_range is None:
+            raise OSError(errno.ENOSYS, "libmorsel older than 1.3: no clones")
+        _check(_lib.clone_range(_fileno(source), _u64("src_offset", src_offset),
+                                self.fileno(), _u64("dst_offset", dst_offset),
+                                _u64("length", length)), self.path)
 
     def set_huge(self, mode):
         """Set the file's own huge-page mode: one of :data:`HUGE_NEVER`,

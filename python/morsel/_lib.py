@@ -159,3 +159,11 @@ try:
     set_huge = _declare("morsel_set_huge", _int, _int, _uint)
 except AttributeError:
     populate_huge = collapse = set_huge = None
+
+# Copy-on-write clones (MORSEL_1.3): None with an older library.
+try:
+    clone = _declare("morsel_clone", _int, _int, _int)
+    clone_range = _declare("morsel_clone_range", _int, _int, _u64, _int,
+                           _u64, _u64)
+except AttributeError:
+    clone = clone_range = None
