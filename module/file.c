@@ -275,10 +275,13 @@ static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	struct morsel *m = inode->i_private;
 	loff_t pos = iocb->ki_pos, size;
 	ssize_t done = 0;
+	bool cow;
 
 	if (!iov_iter_count(to))
 		return 0;
 	inode_lock_shared(inode);
+	/* Stable while we hold the inode lock: a clone takes it exclusive. */
+	cow = READ_ONCE(m->cow);
 	size = i_size_read(inode);
 	while (pos < size && iov_iter_count(to)) {
 		size_t off = offset_in_page(pos);
@@ -293,7 +296,7 @@ static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		 * free the old page); the copy to the user runs without the
 		 * lock, since the buffer may fault on this very morsel.
 		 */
-		if (READ_ONCE(m->cow)) {
+		if (cow) {
 			morsel_walk_lock(m);
 			page = morsel_lookup(m, pos);
 			if (!IS_ERR_OR_NULL(page))
@@ -309,7 +312,7 @@ static ssize_t morsel_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		}
 		copied = page ? copy_page_to_iter(page, off, n, to) :
 				iov_iter_zero(n, to);
-		if (page && READ_ONCE(m->cow))
+		if (page && cow)
 			put_page(page);
 		done += copied;
 		pos += copied;
