@@ -1511,7 +1511,7 @@ static void unshare_finish(struct morsel *m, struct unshare *u, u64 start,
  * shared), so that the caller can free that part.
  */
 static int unshare_chunk(struct morsel *m, struct unshare *u, u64 start,
-			 u64 end, bool data)
+			 u64 end, bool data, u64 *hole)
 {
 	mentry_t *slot = m->rootp, e;
 	int level = m->order, err;
@@ -1524,8 +1524,10 @@ static int unshare_chunk(struct morsel *m, struct unshare *u, u64 start,
 		e = READ_ONCE(*slot);
 		if (slot == m->rootp && level)
 			e &= ~MPM_ROOT_ORDER_MASK;
-		if (!e || e == MORSEL_POISON)
+		if (!e || e == MORSEL_POISON) {
+			*hole = level_span(level);	/* nothing below */
 			return 0;
+		}
 		if ((slot != m->rootp || !level) && entry_marked(e)) {
 			if (entry_leaf(e, level) && !leaf_shared(e, level)) {
 				if (data)
@@ -1594,7 +1596,7 @@ static int unshare_chunk(struct morsel *m, struct unshare *u, u64 start,
  */
 int morsel_unshare(struct morsel *m, u64 start, u64 end, unsigned int how)
 {
-	u64 span = level_span(1), off;
+	u64 span = level_span(1), off, hole, next;
 	struct unshare *u;
 	int err = 0;
 
@@ -1605,13 +1607,18 @@ int morsel_unshare(struct morsel *m, u64 start, u64 end, unsigned int how)
 	u = kzalloc(sizeof(*u), GFP_KERNEL);
 	if (!u)
 		return -ENOMEM;
-	for (off = start; off < end && !err;
-	     off = round_down(off, span) + span) {
+	for (off = start; off < end && !err; off = next) {
 		u64 stop = min(end, round_down(off, span) + span);
 
-		if (how == MORSEL_UNSHARE_EDGES && off != start && stop != end)
+		if (how == MORSEL_UNSHARE_EDGES && off != start && stop != end) {
+			next = max(stop, round_down(end - 1, span)); /* the last */
 			continue;
-		err = unshare_chunk(m, u, off, stop, how == MORSEL_UNSHARE_DATA);
+		}
+		hole = span;
+		err = unshare_chunk(m, u, off, stop, how == MORSEL_UNSHARE_DATA,
+				    &hole);
+		/* Past a missing table at once: a huge file may be sparse. */
+		next = max(stop, round_down(off, hole) + hole);
 		unshare_finish(m, u, off, stop);
 		if (!err && fatal_signal_pending(current))
 			err = -EINTR;
@@ -1731,7 +1738,7 @@ int morsel_clone(struct morsel *dst, u64 doff, struct morsel *src, u64 soff,
 	u64 span = level_span(1), done = 0, n;
 	struct morsel_batch b;
 	struct page *page;
-	int err;
+	int err = 0;
 
 	lockdep_assert_held(&src->lock);
 	lockdep_assert_held(&dst->lock);
@@ -1825,17 +1832,43 @@ void morsel_free_range(struct morsel *m, u64 start, u64 end)
  * Pages whose leaves were cleared wait in a batch (source.h) for the
  * flush that must come before they are released.  A source whose batch
  * has a limit gets it flushed before a table could overflow it.
+ *
+ * A page another tree also owns (a clone) waits in @shared instead: the
+ * batch links pages through page->lru, and the other owner's eviction
+ * may hold the same page in its own batch meanwhile, or this one twice
+ * (a clone within one file).  An owner looks at the count before it lets
+ * go, after its flush, so a page that is not shared when its leaf is
+ * cleared has no other owner that could list it.  A cloned morsel's
+ * eviction gets the array (one PTE table's worth) and flushes before a
+ * table could overflow it.
  */
 struct evicted {
 	struct morsel_batch batch;
+	struct page **shared;
+	unsigned int nr_shared;
 	u64 from;		/* the first offset not flushed yet */
 	bool copies;		/* order-0 copies of the first page to unmap */
 };
 
+static void evicted_page(struct evicted *ev, struct page *page)
+{
+	if (ev->shared && page_shared(page))
+		ev->shared[ev->nr_shared++] = page;
+	else
+		morsel_batch_add(&ev->batch, page);
+}
+
 static void evicted_add(struct evicted *ev, mentry_t e)
 {
 	if (e && e != MORSEL_POISON)
-		morsel_batch_add(&ev->batch, entry_page(e));
+		evicted_page(ev, entry_page(e));
+}
+
+/* Whether @ev can take @nr more pages before it must be flushed. */
+static bool evicted_room(struct evicted *ev, unsigned int nr)
+{
+	return morsel_batch_room(&ev->batch, nr) &&
+	       (!ev->shared || ev->nr_shared + nr <= PTRS_PER_PTE);
 }
 
 /* Flush the mappers of [ev->from, @end) and release what was evicted. */
@@ -1844,7 +1877,7 @@ static void evicted_release(struct morsel *m, struct evicted *ev,
 {
 	struct page *page;
 
-	if (morsel_batch_empty(&ev->batch))
+	if (morsel_batch_empty(&ev->batch) && !ev->nr_shared)
 		return;
 	if (ev->copies)
 		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
@@ -1855,6 +1888,8 @@ static void evicted_release(struct morsel *m, struct evicted *ev,
 		page_gone(m, page);
 		cond_resched();
 	}
+	while (ev->nr_shared)
+		page_gone(m, ev->shared[--ev->nr_shared]);
 }
 
 /*
@@ -1893,6 +1928,9 @@ void morsel_evict_mapped(struct morsel *m, struct address_space *mapping,
 	if (start >= end)
 		return;
 	morsel_batch_init(m->src, &ev.batch);
+	if (READ_ONCE(m->cow))	/* m->lock keeps it: a clone takes it */
+		ev.shared = kmalloc_array(PTRS_PER_PTE, sizeof(*ev.shared),
+					  GFP_KERNEL | __GFP_NOFAIL);
 	if (!m->order) {		/* the root is the leaf */
 		evicted_add(&ev, txchg(m, m->rootp, 0));
 		start = end;
@@ -1939,7 +1977,7 @@ again:
 				goto again;
 			continue;
 		}
-		if (!morsel_batch_room(&ev.batch, n))
+		if (!evicted_room(&ev, n))
 			evicted_release(m, &ev, mapping, off);
 		ptl = ptlock_ptr(virt_to_ptdesc(slot));
 		if (entry_huge(leaf)) {	/* the PMD table's lock */
@@ -1951,7 +1989,7 @@ again:
 			if (!done)	/* split meanwhile (mount.c) */
 				goto again;
 			for (i = 0; i < HUGE_NR; i++)
-				morsel_batch_add(&ev.batch, entry_page(leaf) + i);
+				evicted_page(&ev, entry_page(leaf) + i);
 			huge_added(m, 1, -1);
 			continue;
 		}
@@ -1964,6 +2002,7 @@ again:
 	}
 	evicted_release(m, &ev, mapping, end);
 	morsel_batch_fini(&ev.batch);
+	kfree(ev.shared);
 }
 
 /*
