@@ -321,7 +321,9 @@ void x_fallocate(int s, int fdi, int mode, int64_t off, int64_t len)
 	struct fdent *f = &W.fds[s][fdi];
 	struct slot *sl = S(s);
 	int want = 0, order = sl->order, neworder = order, rw = order;
-	int mm = mode & ~FALLOC_FL_KEEP_SIZE, late = 0, got;
+	/* UNSHARE_RANGE allocates as mode 0 does (file.c) */
+	int mm = mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_UNSHARE_RANGE);
+	int late = 0, got;
 	uint64_t end, rs = 0, re = 0;
 	long ret;
 
@@ -802,6 +804,8 @@ void op_falloc(int s)
 
 	if (fdi < 0)
 		return;
+	if (one_in(6))
+		mode |= FALLOC_FL_UNSHARE_RANGE;
 	if (one_in(20))
 		len = one_in(2) ? 0 : -1;
 	x_fallocate(s, fdi, mode, off, len);
@@ -947,4 +951,111 @@ void op_stat(int s)
 		return;
 	}
 	x_stat(s, 1);
+}
+
+/* ---- clones (FICLONE, FICLONERANGE: clone.c) ---- */
+
+#ifndef FICLONE
+struct file_clone_range {
+	int64_t src_fd;
+	uint64_t src_offset;
+	uint64_t src_length;
+	uint64_t dest_offset;
+};
+#define FICLONE		_IOW(0x94, 9, int)
+#define FICLONERANGE	_IOW(0x94, 13, struct file_clone_range)
+#endif
+
+/* A page-aligned offset below @lim, 2 MiB aligned half of the time. */
+static uint64_t pick_clone_off(uint64_t lim)
+{
+	if (lim >= ext(1) && one_in(2))
+		return below(lim / ext(1)) * ext(1);
+	return lim >= PG ? below(lim / PG) * PG : 0;
+}
+
+/*
+ * Clone a range of slot @s (or all of it) into a slot of the same worker
+ * (@s itself now and then): aligned offsets share whole PTE tables and
+ * 2 MiB leaves, others pages.  What the later writes, faults, punches and
+ * truncates of either side do to the shared pages is the rest of the run.
+ */
+void op_clone(int s)
+{
+	int d = W.owned[below(NFILES)], sfi, dfi, want = 0, neworder;
+	struct slot *src = S(s), *dst;
+	uint64_t soff, doff, len, count, plen, r = below(20);
+	struct file_clone_range fcr;
+	long ret;
+
+	if (!S(d)->live || is_target(d) || one_in(4))
+		d = s;
+	dst = S(d);
+	sfi = pick_fd(s, one_in(10) ? 0 : 2);
+	dfi = pick_fd(d, one_in(10) ? 0 : 1);
+	if (sfi < 0 || dfi < 0 || dst->resv_end)
+		return;
+	soff = pick_clone_off(PALIGN(src->size));
+	len = one_in(3) ? ext(1) * (1 + below(2)) : PG * (1 + below(24));
+	if (r == 0)
+		len = 0;			/* to the end of the source */
+	else if (soff < src->size && len > src->size - soff && !one_in(4))
+		len = src->size - soff;		/* to its end, by length */
+	if (d == s) {
+		doff = pick_clone_off(one_in(2) ? PALIGN(src->size) + 2 * ext(1) :
+				      max_bytes / 2);
+	} else {
+		doff = one_in(3) ? soff : pick_clone_off(PALIGN(dst->size) + ext(1));
+	}
+	if (r == 1)
+		doff += PG / 2;		/* EINVAL: not aligned */
+	count = len;
+	if (soff < src->size && (!count || count > src->size - soff))
+		count = src->size - soff;
+	if (count % PG && soff + count != src->size)
+		count = PDOWN(count);
+	plen = PALIGN(count);
+	if (fd_r(W.fds[s][sfi].mode) && fd_w(W.fds[d][dfi].mode) &&
+	    doff % PG == 0 && soff < src->size &&
+	    (doff + plen > max_bytes ||
+	     mp_count(dst) - mp_in(dst, doff, plen) + mp_in(src, soff, plen) >
+	     MODEL_PAGES))
+		return;			/* past the limit, or no room in the model */
+	note("clone slot %d [%#" PRIx64 ", +%#" PRIx64 ") fd %s to slot %d at %#"
+	     PRIx64 " fd %s", s, soff, len, mname(W.fds[s][sfi].mode), d, doff,
+	     mname(W.fds[d][dfi].mode));
+	neworder = wanted(dst, doff + count);
+	if (!fd_r(W.fds[s][sfi].mode) || !fd_w(W.fds[d][dfi].mode))
+		want = EBADF;
+	else if (doff % PG)
+		want = EINVAL;
+	else if (soff >= src->size)
+		want = src->size || len ? EINVAL : 0;
+	else if (len && count != len)
+		want = EINVAL;		/* shorter than asked: refused */
+	else if (d == s && doff + plen > soff && doff < soff + plen)
+		want = EINVAL;		/* overlapping */
+	else if (count % PG && doff + count < dst->size)
+		want = EINVAL;		/* a partial last page inside the file */
+	else if (neworder > dst->order && !bound_ok(dst->bound, neworder))
+		want = EBUSY;
+	if (!soff && !len && !doff && d != s && one_in(2)) {
+		ret = ioctl(W.fds[d][dfi].fd, FICLONE, W.fds[s][sfi].fd);
+	} else {
+		fcr.src_fd = W.fds[s][sfi].fd;
+		fcr.src_offset = soff;
+		fcr.src_length = len;
+		fcr.dest_offset = doff;
+		ret = ioctl(W.fds[d][dfi].fd, FICLONERANGE, &fcr);
+	}
+	if (!check("clone", ret, want, 0) || !count)
+		return;
+	m_raise(dst, neworder);
+	if (doff < dst->size)
+		m_evict(d, doff, doff + plen < dst->size ? doff + plen : dst->size);
+	else
+		m_zero_past_size(dst, doff);
+	m_clone(d, doff, s, soff, plen);
+	if (doff + count > dst->size)
+		dst->size = doff + count;
 }

@@ -368,6 +368,8 @@ void m_fit(int s);
 void m_resize(int s, uint64_t size);
 void m_evict(int s, uint64_t start, uint64_t end);
 uint64_t model_page(int s);
+int mp_in(struct slot *sl, uint64_t off, uint64_t len);
+void m_clone(int d, uint64_t doff, int s, uint64_t soff, uint64_t plen);
 
 /* ---- names.c: names and fds ---- */
 
@@ -407,6 +409,7 @@ void op_falloc(int s);
 void op_bind(int s);
 void op_min_order(int s);
 void op_stat(int s);
+void op_clone(int s);
 
 /* ---- maps.c: mappings ---- */
 

@@ -18,8 +18,11 @@
  * fallback for want of a free 2 MiB block it reads from STAT, and the
  * summary counts them; the seed chooses the instance's huge=, never,
  * within_size, advise or always, by a remount at the start),
- * fallocate (populate and
- * punch), rename, link/linkat, unlink, fork with a child working on the
+ * fallocate (populate, also FALLOC_FL_UNSHARE_RANGE, and punch),
+ * FICLONE/FICLONERANGE between a worker's slots or within one (whole PTE
+ * tables and 2 MiB leaves shared at aligned offsets, pages elsewhere; the
+ * sharing breaks at the later writes, stores, faults and punches of
+ * either side, whose data the model checks exactly), rename, link/linkat, unlink, fork with a child working on the
  * same morsel (stopped, or killed with SIGKILL), and fd passing with
  * SCM_RIGHTS both to a child and between workers; arguments are random or
  * on the boundaries (0, size-1, size, extent, extent+1, unaligned, huge,
@@ -236,7 +239,7 @@ enum {
 	OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_POPULATE, OP_EVICT, OP_PUNCH,
 	OP_FALLOC, OP_BIND, OP_RENAME, OP_UNLINK, OP_LOAD, OP_STORE, OP_EXEC,
 	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, OP_LINK, OP_HUGE,
-	OP_COLLAPSE, NOPS
+	OP_COLLAPSE, OP_CLONE, NOPS
 };
 
 static const int weight[NOPS] = {
@@ -246,7 +249,7 @@ static const int weight[NOPS] = {
 	[OP_PUNCH] = 4, [OP_FALLOC] = 3, [OP_BIND] = 2, [OP_RENAME] = 2,
 	[OP_UNLINK] = 1, [OP_LOAD] = 12, [OP_STORE] = 10, [OP_EXEC] = 1,
 	[OP_STAT] = 5, [OP_CHILD] = 2, [OP_CREATE] = 1, [OP_MINORDER] = 2,
-	[OP_LINK] = 2, [OP_HUGE] = 2, [OP_COLLAPSE] = 2,
+	[OP_LINK] = 2, [OP_HUGE] = 2, [OP_COLLAPSE] = 2, [OP_CLONE] = 3,
 };
 
 static int pick_op(void)
@@ -323,6 +326,7 @@ static void one_op(void)
 	case OP_LINK: op_link(s); break;
 	case OP_HUGE: op_huge(s); break;
 	case OP_COLLAPSE: op_collapse(s); break;
+	case OP_CLONE: op_clone(s); break;
 	default: x_stat(s, 1);
 	}
 }

@@ -838,3 +838,112 @@ uint64_t model_page(int s)
 			return sl->pages[i].idx;
 	return NOPAGE;
 }
+
+/* ---- clones (tree.c morsel_clone) ---- */
+
+/* Model pages of @sl in [off, off + len). */
+int mp_in(struct slot *sl, uint64_t off, uint64_t len)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MODEL_PAGES; i++)
+		n += sl->pages[i].idx != NOPAGE && sl->pages[i].idx * PG >= off &&
+		     sl->pages[i].idx * PG < off + len;
+	return n;
+}
+
+/* The populated pages of src's [@a, @b) become dst's from @to, at @from. */
+static void runs_copy(struct slot *dst, struct slot *src, uint64_t a,
+		      uint64_t b, uint64_t to, int from)
+{
+	struct run r[MODEL_RUNS];
+	int i, n = 0;
+
+	for (i = runs_find(src, a); i < src->nruns && src->runs[i].a < b; i++) {
+		r[n].a = src->runs[i].a > a ? src->runs[i].a : a;
+		r[n].b = src->runs[i].b < b ? src->runs[i].b : b;
+		n++;
+	}
+	for (i = 0; i < n; i++)
+		runs_insert(dst, r[i].a - a + to, r[i].b - a + to, from);
+}
+
+/*
+ * What a successful clone of @src's [@soff, @soff + @plen) to @dst's
+ * @doff does to the tree model, after the destination range was evicted:
+ * as morsel_clone, per 2 MiB where both offsets are aligned (the source's
+ * PTE table or leaf is shared, the destination gets the tables above it),
+ * page by page elsewhere (the destination gets its own PTE table).  The
+ * data moves with the pages, read before anything is written (@dst may be
+ * @src).  A shared 2 MiB leaf splits at the first write of whichever side
+ * (or stays, when the other side let go of its pages first), which the
+ * model cannot tell without tracking every page's owners: every slot whose
+ * leaf takes part stops checking tables and leaves until its next reset
+ * (the data and page counts stay exact).
+ */
+void m_clone(int d, uint64_t doff, int s, uint64_t soff, uint64_t plen)
+{
+	static struct mpage tmp[MODEL_PAGES];
+	struct slot *dst = S(d), *src = S(s);
+	uint64_t done = 0, span = ext(1), sp, dp, k;
+	int i, n = 0;
+
+	for (i = 0; i < MODEL_PAGES; i++) {
+		struct mpage *p = &src->pages[i];
+
+		if (p->idx == NOPAGE || p->idx * PG < soff ||
+		    p->idx * PG >= soff + plen)
+			continue;
+		tmp[n].idx = p->idx - soff / PG + doff / PG;
+		memcpy(tmp[n++].data, p->data, PG);
+	}
+	if (src->tables_bad)
+		dst->tables_bad = 1;
+	while (done < plen) {
+		uint64_t so = soff + done, dof = doff + done, cs, cd;
+
+		sp = so / PG;
+		dp = dof / PG;
+		if (so % span || dof % span || plen - done < span ||
+		    src->order < 2 || dst->order < 2) {
+			/* page by page up to the next aligned chunk */
+			k = span - so % span;
+			if (k > plen - done)
+				k = plen - done;
+			for (i = 0; i < (int)(k / PG); i++)
+				if (huge_find(src, (sp + i) / HUGE_PAGES) >= 0)
+					src->tables_bad = 1;
+			runs_copy(dst, src, sp, sp + k / PG, dp, 1);
+			done += k;
+			continue;
+		}
+		cs = so / span;
+		cd = dof / span;
+		done += span;
+		if (huge_find(src, cs) < 0 && tab_find(src, 1, cs) < 0)
+			continue;		/* a hole of the source */
+		tabs_walk(dst, dp, dp + 1, 2);
+		if (tab_find(dst, 1, cd) >= 0) {	/* a mapping kept it */
+			if (huge_find(src, cs) >= 0)
+				src->tables_bad = 1;
+			runs_copy(dst, src, sp, sp + HUGE_PAGES, dp, 1);
+			continue;
+		}
+		if (huge_find(src, cs) >= 0) {
+			if (dst->nhuge == MODEL_HUGE) {
+				mismatch("internal: leaf model full");
+				dst->tables_bad = 1;
+			} else {
+				dst->huge[dst->nhuge++] = cd;
+			}
+			src->tables_bad = dst->tables_bad = 1;
+			runs_copy(dst, src, sp, sp + HUGE_PAGES, dp, 2);
+		} else {
+			tab_add(dst, 1, cd);
+			runs_copy(dst, src, sp, sp + HUGE_PAGES, dp, 1);
+		}
+	}
+	for (i = 0; i < n; i++)
+		m_write(dst, tmp[i].idx * PG, tmp[i].data, PG);
+	dst->churn += 4;
+}
