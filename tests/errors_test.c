@@ -472,6 +472,67 @@ TEST(truncate_enomem_in_memcg)
 	cg_remove("morsel-errors-trunc");
 }
 
+/*
+ * K9: a punch or truncate that cuts a shared PTE table in part needs a
+ * copy of the table first; without memory for it, ENOMEM and nothing
+ * freed, on either side of the clone.
+ */
+TEST(cut_shared_table_enomem_in_memcg)
+{
+	int fill = fresh(mpath("enomem-fill-k9"), 64 * MiB);
+	int a = fresh(mpath("enomem-k9-a"), 4 * MiB);
+	int b = fresh(mpath("enomem-k9-b"), 0);
+	static char buf[4 * MiB], got[PG];
+	struct morsel_stat st;
+	pid_t pid;
+
+	ASSERT_LE(0, fill);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	memset(buf, 'k', sizeof(buf));
+	ASSERT_EQ((ssize_t)sizeof(buf), pwrite(a, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, morsel_clone(a, b));
+	ASSERT_EQ(0, cg_make("morsel-errors-k9", "8M"));
+	pid = fork();
+	if (!pid) {
+		struct morsel_range r = { .offset = 0, .length = 64 * MiB };
+
+		if (cg_join("morsel-errors-k9", 1))
+			_exit(2);
+		if (!ioctl(fill, MORSEL_IOC_POPULATE, &r) || errno != ENOMEM)
+			_exit(3);
+		if (!fallocate(b, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       PG, PG))
+			_exit(4);
+		if (errno != ENOMEM)
+			_exit(5);
+		if (!ftruncate(b, 1 * MiB))
+			_exit(6);
+		_exit(errno == ENOMEM ? 0 : 7);
+	}
+	EXPECT_EQ(0, child_status(pid));
+	/* nothing was freed: both files read as before, every page there */
+	ASSERT_EQ(PG, pread(b, got, PG, PG));
+	EXPECT_EQ(0, memcmp(got, buf, PG));
+	ASSERT_EQ(0, morsel_stat(b, &st));
+	EXPECT_EQ(4 * MiB, st.size);
+	EXPECT_EQ(1024, st.pages);
+	ASSERT_EQ(0, morsel_stat(a, &st));
+	EXPECT_EQ(1024, st.pages);
+	/* with memory, the same punch works on one side only */
+	EXPECT_EQ(0, fallocate(b, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       PG, PG));
+	ASSERT_EQ(PG, pread(a, got, PG, PG));
+	EXPECT_EQ(0, memcmp(got, buf, PG));
+	close(a);
+	close(b);
+	close(fill);
+	unlink(mpath("enomem-k9-a"));
+	unlink(mpath("enomem-k9-b"));
+	unlink(mpath("enomem-fill-k9"));
+	cg_remove("morsel-errors-k9");
+}
+
 TEST(fault_oom_in_memcg_kills)
 {
 	int fd = fresh(mpath("oom-fault"), 64 * MiB);
