@@ -20,6 +20,8 @@ BINS    += tests/huge1g_test tests/clone_test
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
+# Copy-on-write clones against cp on tmpfs (issue 23).
+BINS    += bench/clone
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -213,6 +215,9 @@ bench/pipeline: bench/pipeline.c bench/common.h lib/parse_size.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< lib/parse_size.c $(LIB) $(LDLIBS)
 
 bench/persist: bench/persist.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+bench/clone: bench/clone.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 test: build
