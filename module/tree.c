@@ -1504,15 +1504,17 @@ static void unshare_finish(struct morsel *m, struct unshare *u, u64 start,
 }
 
 /*
- * Make [@start, @end) (inside one PTE table's span) @m's own: the tables
- * on its path, and with @data its leaves (shared pages copied, shared
- * huge leaves split first, as THP does).  Without @data a shared huge
- * leaf that the range covers only in part is split (its pages stay
- * shared), so that the caller can free that part.
+ * Make [@start, @end) (inside one PTE table's span) @m's own as @how says
+ * (morsel_unshare): the tables on its path (with _EDGES not a shared PTE
+ * table the range covers whole), and with _DATA its leaves (shared pages
+ * copied, shared huge leaves split first, as THP does).  Otherwise a
+ * shared huge leaf that the range covers only in part is split (its pages
+ * stay shared), so that the caller can free that part.
  */
 static int unshare_chunk(struct morsel *m, struct unshare *u, u64 start,
-			 u64 end, bool data, u64 *hole)
+			 u64 end, unsigned int how, u64 *hole)
 {
+	bool data = how == MORSEL_UNSHARE_DATA;
 	mentry_t *slot = m->rootp, e;
 	int level = m->order, err;
 	unsigned int i;
@@ -1548,8 +1550,13 @@ static int unshare_chunk(struct morsel *m, struct unshare *u, u64 start,
 				entry_unprotect(slot, level);
 				continue;
 			}
-			if (!data && !part)
-				return 0;	/* it goes whole */
+			/*
+			 * Wholly inside, it goes whole when the range is
+			 * freed; a mapped morsel's eviction clears leaves in
+			 * its tables instead, so those need a copy of their own.
+			 */
+			if (how == MORSEL_UNSHARE_EDGES && !part)
+				return 0;
 			err = break_table(m, u, slot, e);
 			if (err)
 				return err;
@@ -1615,8 +1622,7 @@ int morsel_unshare(struct morsel *m, u64 start, u64 end, unsigned int how)
 			continue;
 		}
 		hole = span;
-		err = unshare_chunk(m, u, off, stop, how == MORSEL_UNSHARE_DATA,
-				    &hole);
+		err = unshare_chunk(m, u, off, stop, how, &hole);
 		/* Past a missing table at once: a huge file may be sparse. */
 		next = max(stop, round_down(off, hole) + hole);
 		unshare_finish(m, u, off, stop);

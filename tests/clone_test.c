@@ -427,6 +427,64 @@ TEST(huge_leaf_splits_at_first_write)
 }
 
 /*
+ * A clone at an unaligned range shares pages at its edges and whole PTE
+ * tables (or a 2 MiB leaf) inside.  Evicting, punching or truncating the
+ * source drops only the source's references, mapped or not, and the clone
+ * reads what it had.  (The fuzzer found a mapped source's eviction
+ * clearing the leaves of a PTE table it still shared: seed 3.)
+ */
+TEST(the_other_side_keeps_what_one_side_frees)
+{
+	static const char *const hows[] = { "EVICT", "a punch", "truncate" };
+	int how, mapped, huge;
+
+	ASSERT_EQ(0, mount_instance(CDIR, "size=1G,huge=always"));
+	for (huge = 0; huge < 2; huge++)
+	for (mapped = 0; mapped < 2; mapped++)
+	for (how = 0; how < 3; how++) {
+		struct morsel_huge h = {
+			.mode = huge ? MORSEL_HUGE_ALWAYS : MORSEL_HUGE_NEVER };
+		int a = open_new("a"), b = open_new("b");
+		void *map = MAP_FAILED;
+
+		ASSERT_LE(0, a);
+		ASSERT_LE(0, b);
+		ASSERT_EQ(0, ioctl(a, MORSEL_IOC_SET_HUGE, &h));
+		ASSERT_EQ(0, ftruncate(a, 12 * MiB));
+		fill(_metadata, a, 0, 8 * MiB, 1);
+		EXPECT_EQ(huge ? 4 : 0, st(_metadata, a).huge);
+		if (mapped) {
+			map = mmap(NULL, 12 * MiB, PROT_READ, MAP_SHARED, a, 0);
+			ASSERT_NE(MAP_FAILED, map);
+			EXPECT_EQ(pat(0x3f9000, 1), ((unsigned char *)map)[0x3f9000]);
+		}
+		ASSERT_EQ(0, clone_range(a, 0x1cb000, b, 0x1cb000, 4 * MiB));
+		if (how == 0) {
+			ASSERT_EQ(0, morsel_range_ioctl(a, MORSEL_IOC_EVICT, 0,
+							0x908000, 0));
+		} else if (how == 1) {
+			ASSERT_EQ(0, fallocate(a, FALLOC_FL_PUNCH_HOLE |
+					       FALLOC_FL_KEEP_SIZE, 0, 0x908000));
+		} else {
+			ASSERT_EQ(0, ftruncate(a, 0));
+		}
+		EXPECT_TRUE(holds(b, 0x1cb000, 4 * MiB, 1, 0x1cb000))
+			TH_LOG("after %s of the %s source (%s)", hows[how],
+			       mapped ? "mapped" : "unmapped",
+			       huge ? "2 MiB leaves" : "4 KiB pages");
+		if (mapped && how < 2)
+			EXPECT_EQ(0, ((unsigned char *)map)[0x3f9000]);
+		if (mapped)
+			munmap(map, 12 * MiB);
+		close(a);
+		close(b);
+		unlink(cpath("a"));
+		unlink(cpath("b"));
+	}
+	umount2(CDIR, 0);
+}
+
+/*
  * A write to a shared page needs a page of its own: at size= it is ENOSPC
  * for write(2) and SIGBUS for a mapping (as XFS's ENOSPC on a reflinked
  * file), and nothing changes on either side.

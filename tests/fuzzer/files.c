@@ -445,6 +445,36 @@ void x_truncate(int s, int fdi, int64_t size)
 
 /* ---- checks of STAT and MAPPINGS ---- */
 
+/*
+ * After a page count differs: the file's populated runs as SEEK_DATA and
+ * SEEK_HOLE see them, beside the model's (the first few of each).
+ */
+static void runs_diff(int s, int fdi)
+{
+	struct slot *sl = S(s);
+	char got[300] = "", want[300] = "";
+	off_t a = 0, b;
+	int n = 0, m = 0, i;
+
+	while (n < 280) {
+		a = lseek(W.fds[s][fdi].fd, a, SEEK_DATA);
+		if (a < 0)
+			break;
+		b = lseek(W.fds[s][fdi].fd, a, SEEK_HOLE);
+		if (b < 0)
+			break;
+		n += snprintf(got + n, sizeof(got) - n, " [%#llx,%#llx)",
+			      (unsigned long long)a / PG,
+			      (unsigned long long)(b + PG - 1) / PG);
+		a = b;
+	}
+	for (i = 0; i < sl->nruns && m < 280; i++)
+		m += snprintf(want + m, sizeof(want) - m, " [%#" PRIx64 ",%#" PRIx64 ")",
+			      sl->runs[i].a, sl->runs[i].b);
+	mismatch("  pages of slot %d:%s", s, got);
+	mismatch("  model's pages:%s", want);
+}
+
 void x_stat(int s, int full)
 {
 	struct slot *sl = S(s);
@@ -529,9 +559,11 @@ void x_stat(int s, int full)
 	if ((uint64_t)fst.st_blocks != runs_count(sl) * (PG / 512))
 		mismatch("fstat slot %d: st_blocks %lld, model %" PRIu64 " pages",
 			 s, (long long)fst.st_blocks, runs_count(sl));
-	if (st.pages != runs_count(sl))
+	if (st.pages != runs_count(sl)) {
 		mismatch("STAT slot %d: %llu pages populated, model %" PRIu64,
 			 s, (unsigned long long)st.pages, runs_count(sl));
+		runs_diff(s, fdi);
+	}
 	if (st.huge_mode != (uint64_t)huge_mode_of(sl))
 		mismatch("STAT slot %d: huge mode %llu, model %d", s,
 			 (unsigned long long)st.huge_mode, sl->huge_mode);
