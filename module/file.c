@@ -171,7 +171,7 @@ static unsigned long morsel_mmap_len(struct file *file, unsigned long len,
 	unsigned int order = READ_ONCE(file_morsel(file)->order);
 	int want = morsel_order_for_size(len);
 
-	if (!mounted_mmap(flags, pgoff))
+	if (!mounted_mmap(flags, pgoff) || file_morsel(file)->anon)
 		return len;
 	if (want < 0 || want > morsel_max_order())
 		return -EINVAL;
@@ -191,7 +191,7 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
 	unsigned long area, hint = 0;
 	u64 extent;
 
-	if (!mounted_mmap(flags, pgoff))
+	if (!mounted_mmap(flags, pgoff) || m->anon)
 		return mm_get_unmapped_area(mm, file, addr, len, pgoff, flags);
 	/* mmap_len made it one extent (mremap keeps the VMA's length). */
 	if (order < 0 || len != morsel_extent(order))
@@ -238,6 +238,8 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
  */
 static int morsel_mmap(struct file *file, struct vm_area_struct *vma)
 {
+	if (file_morsel(file)->anon)
+		return morsel_anon_mmap(file_morsel(file), vma);
 	if (!(vma->vm_flags & VM_MAYSHARE) || vma->vm_pgoff) {
 		vma->vm_ops = &morsel_paged_vm_ops;
 		atomic_inc(&file_morsel(file)->nr_paged);
@@ -631,6 +633,9 @@ static loff_t morsel_llseek(struct file *file, loff_t offset, int whence)
  */
 static int morsel_file_open(struct inode *inode, struct file *file)
 {
+	/* A process's anonymous memory (anon.c): /proc/PID/map_files */
+	if (((struct morsel *)inode->i_private)->anon)
+		return -EPERM;
 	file->f_mode |= FMODE_CAN_ODIRECT;
 	return generic_file_open(inode, file);
 }

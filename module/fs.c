@@ -80,6 +80,7 @@ static const struct inode_operations morsel_dir_iops;
 static const struct inode_operations morsel_file_iops;
 static const struct inode_operations morsel_symlink_iops;
 static const struct inode_operations morsel_special_iops;
+static const struct file_operations morsel_pm_dir_fops;
 
 /* ---- inode space (nr_inodes=) ---- */
 
@@ -277,7 +278,8 @@ int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev)
 		break;
 	case S_IFDIR:
 		inode->i_op = &morsel_dir_iops;
-		inode->i_fop = &morsel_dir_fops;
+		inode->i_fop = sb_pm(inode->i_sb) ? &morsel_pm_dir_fops :
+						     &morsel_dir_fops;
 		inc_nlink(inode);
 		break;
 	case S_IFLNK:
@@ -459,23 +461,44 @@ struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 				   loff_t size)
 {
 	struct mnt_idmap *idmap = file_mnt_idmap(dirf);
-	struct inode *dir = file_inode(dirf), *inode;
-	struct file *file;
+	struct inode *dir = file_inode(dirf);
 	int err;
 
 	err = inode_permission(idmap, dir, MAY_WRITE | MAY_EXEC);
 	if (err)
 		return ERR_PTR(err);
-	err = mnt_want_write_file(dirf);
-	if (err)
-		return ERR_PTR(err);
 	/* the umask, or the directory's default ACL: morsel_new_inode() */
 	mode = mode_strip_sgid(idmap, dir, mode & S_IALLUGO);
+	return morsel_new_unnamed(dirf->f_path.mnt, dir, mode, size, NULL);
+}
+
+/**
+ * morsel_new_unnamed - an unnamed morsel file, without permission checks
+ * @mnt:  the mount it is opened on (held for writing while it is open)
+ * @dir:  the directory its owner, group and ACLs come from
+ * @key:  a lock class for its inode lock (NULL: the file system's)
+ *
+ * What morsel_create_unnamed() gives, for a caller that checked the rights
+ * itself (anon.c: PR_SET_MEMORY_MANAGER did; a fork's clone needs none).
+ */
+struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
+				umode_t mode, loff_t size,
+				struct lock_class_key *key)
+{
+	struct inode *inode;
+	struct file *file;
+	int err;
+
+	err = mnt_want_write(mnt);
+	if (err)
+		return ERR_PTR(err);
 	inode = morsel_new_inode(dir, S_IFREG | mode, 0);
 	if (IS_ERR(inode)) {
 		file = ERR_CAST(inode);
 		goto out;
 	}
+	if (key)	/* before anyone takes it */
+		lockdep_set_class(&inode->i_rwsem, key);
 	drop_nlink(inode);
 	err = inode_newsize_ok(inode, size);
 	if (!err && size) {
@@ -490,8 +513,8 @@ struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 		file = ERR_PTR(err);
 		goto out;
 	}
-	file = alloc_file_pseudo(inode, dirf->f_path.mnt, "morsel",
-				 O_RDWR | O_LARGEFILE, &morsel_fops);
+	file = alloc_file_pseudo(inode, mnt, "morsel", O_RDWR | O_LARGEFILE,
+				 &morsel_fops);
 	if (IS_ERR(file)) {
 		iput(inode);
 		goto out;
@@ -513,7 +536,7 @@ struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 	file->f_mode |= FMODE_WRITER | FMODE_PREAD | FMODE_PWRITE |
 			FMODE_ATOMIC_POS | FMODE_CAN_ODIRECT;
 out:
-	mnt_drop_write_file(dirf);
+	mnt_drop_write(mnt);
 	return file;
 }
 
@@ -668,8 +691,26 @@ static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 				    new_dentry, flags), old_dir, new_dir);
 }
 
-/* libfs's simple_dir_operations, and MORSEL_IOC_CREATE (ioctl.c). */
+/*
+ * libfs's simple_dir_operations, MORSEL_IOC_CREATE (ioctl.c) and, on a
+ * volatile instance, the anonymous memory of processes that name the
+ * directory their memory manager (anon.c).
+ */
 const struct file_operations morsel_dir_fops = {
+	.owner = THIS_MODULE,
+	.open = dcache_dir_open,
+	.release = dcache_dir_close,
+	.llseek = dcache_dir_lseek,
+	.read = generic_read_dir,
+	.iterate_shared = dcache_readdir,
+	.fsync = noop_fsync,
+	.unlocked_ioctl = morsel_dir_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap_anon = morsel_mmap_anon,
+};
+
+/* A persistent instance cannot clone (clone.c), so it supplies no memory. */
+static const struct file_operations morsel_pm_dir_fops = {
 	.owner = THIS_MODULE,
 	.open = dcache_dir_open,
 	.release = dcache_dir_close,

@@ -150,6 +150,8 @@ struct morsel_sb {
  *              wait for GUP's readers of PUD leaves; never cleared).
  * @cow:        took part in a clone, so parts of its tree may be shared
  *              (tree.c); then our walkers hold @lock.  Never cleared.
+ * @anon:       0, or MORSEL_ANON_* for a process's anonymous memory
+ *              (anon.c); set before the file is mapped, never changed.
  * @walker:     the task holding @lock around such a walk (tree.c).
  * @huge:       MORSEL_HUGE_* for this file, or MORSEL_HUGE_INHERIT.
  * @nr_tables:  table pages per level (index level - 1).
@@ -180,6 +182,7 @@ struct morsel {
 	atomic_long_t nr_huge1g;
 	bool had_huge1g;
 	bool cow;
+	u8 anon;
 	struct task_struct *walker;
 	unsigned int huge;
 	atomic_long_t nr_tables[MORSEL_TABLE_LEVELS];
@@ -372,6 +375,16 @@ int morsel_setup_inode(struct inode *inode, umode_t mode, dev_t dev);
 void morsel_set_fsflags(struct inode *inode, unsigned int fsflags);
 struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
 				   loff_t size);
+struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
+				umode_t mode, loff_t size,
+				struct lock_class_key *key);
+
+/* anon.c: a process's anonymous memory (@anon: what a morsel holds) */
+#define MORSEL_ANON_PRIVATE	1
+#define MORSEL_ANON_SHARED	2
+struct file *morsel_mmap_anon(struct file *dir, unsigned long len,
+			      unsigned long prot, unsigned long flags);
+int morsel_anon_mmap(struct morsel *m, struct vm_area_struct *vma);
 int morselfs_register(void);
 void morselfs_unregister(void);
 
