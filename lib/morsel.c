@@ -5,6 +5,7 @@
 #include <string.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -114,6 +115,30 @@ int morsel_set_huge(int fd, unsigned int mode)
 	memset(&h, 0, sizeof(h));
 	h.mode = mode;
 	return ioctl(fd, MORSEL_IOC_SET_HUGE, &h) ? NEG_ERRNO : 0;
+}
+
+/* PR_SET_MEMORY_MANAGER takes the directory's fd, which we close after. */
+int morsel_set_memory_manager(const char *dir)
+{
+	int fd = -1, err = 0;
+
+	if (dir) {
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return NEG_ERRNO;
+	}
+	if (prctl(PR_SET_MEMORY_MANAGER, fd, 0, 0, 0))
+		err = NEG_ERRNO;
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int morsel_memory_manager(void)
+{
+	int r = prctl(PR_GET_MEMORY_MANAGER, 0, 0, 0, 0);
+
+	return r < 0 ? NEG_ERRNO : r;
 }
 
 /* FICLONE and FICLONERANGE: the kernel does it all (clone.c). */

@@ -106,6 +106,23 @@ int morsel_set_huge(int fd, unsigned int mode);
 int morsel_clone(int src_fd, int dst_fd);
 int morsel_clone_range(int src_fd, uint64_t src_offset, int dst_fd,
 		       uint64_t dst_offset, uint64_t length);
+/*
+ * A default memory manager for this task (new in 1.3, kernel patch 13):
+ * from now on its anonymous memory (mmap(MAP_ANONYMOUS); brk fails, so
+ * malloc takes its heap from mmap) comes from unnamed morsels of the
+ * morselfs instance holding directory @dir, private memory staying
+ * private at fork; children and exec'd programs inherit it (a setuid
+ * exec drops it).  NULL: ordinary anonymous memory again, for memory
+ * mapped from now on.  -EOPNOTSUPP: not a volatile morselfs (or a kernel
+ * without the patch: -EINVAL), -EACCES without write and search rights
+ * in @dir.  morsel_memory_manager(): 1 if one is set, 0 if not.
+ */
+#ifndef PR_SET_MEMORY_MANAGER
+#define PR_SET_MEMORY_MANAGER	0x4d4d0001
+#define PR_GET_MEMORY_MANAGER	0x4d4d0002
+#endif
+int morsel_set_memory_manager(const char *dir);
+int morsel_memory_manager(void);
 /* Bind the morsel to @addr: every later mapping lands there. */
 int morsel_bind(int fd, uint64_t addr);
 /*

@@ -33,6 +33,10 @@ static void usage(void)
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel clone SRC DST             DST shares SRC's pages copy-on-write\n"
 		"                                        (cp --reflink=always; one instance)\n"
+		"       morsel run [--mm DIR] [--] PROG [ARG...]\n"
+		"                                        run PROG with its anonymous memory (and\n"
+		"                                        its children's) from the morselfs holding\n"
+		"                                        DIR (default $MORSEL_MM)\n"
 		"       morsel cache-stats [SOCKET]      the counters of morsel-cached (default\n"
 		"                                        $MORSEL_CACHED_SOCKET, else %s)\n"
 		"       morsel mkfs [-f] [-s SIZE] DEV   format DEV (a pmem device or an image file)\n"
@@ -452,9 +456,42 @@ static int cmd_fsck(int argc, char **argv)
 	return status;
 }
 
+/*
+ * morsel run: name the memory manager (PR_SET_MEMORY_MANAGER), then
+ * become PROG, which inherits it across exec.
+ */
+static int cmd_run(int argc, char **argv)
+{
+	const char *dir = getenv("MORSEL_MM");
+	int i = 2, err;
+
+	if (i + 1 < argc && !strcmp(argv[i], "--mm")) {
+		dir = argv[i + 1];
+		i += 2;
+	}
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc || !dir || !*dir)
+		usage();
+	err = morsel_set_memory_manager(dir);
+	if (err) {
+		fprintf(stderr, "morsel run: %s: %s\n", dir,
+			err == -EINVAL ? "this kernel has no PR_SET_MEMORY_MANAGER" :
+			err == -EOPNOTSUPP ? "not a volatile morselfs instance" :
+			strerror(-err));
+		return 125;
+	}
+	execvp(argv[i], argv + i);
+	fprintf(stderr, "morsel run: %s: %s\n", argv[i], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char **argv)
 {
 	int i, ret = 0;
+
+	if (argc >= 2 && !strcmp(argv[1], "run"))
+		return cmd_run(argc, argv);
 
 	if (argc >= 2 && !strcmp(argv[1], "fsck"))
 		return cmd_fsck(argc, argv);

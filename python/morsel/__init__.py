@@ -42,7 +42,7 @@ __version__ = "1.0.0"
 
 __all__ = [
     "Morsel", "Mapping", "Stat", "MappingInfo", "create", "create_unnamed",
-    "open", "clone", "send_fd", "recv_fd", "order_for_size", "order_extent", "READ",
+    "open", "clone", "set_memory_manager", "memory_manager", "send_fd", "recv_fd", "order_for_size", "order_extent", "READ",
     "WRITE", "EXEC",
     "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
     "HUGE_NEVER", "HUGE_ALWAYS", "HUGE_WITHIN_SIZE", "HUGE_ADVISE",
@@ -228,6 +228,30 @@ def clone(source, destination):
     except BaseException:
         os.close(fd)
         raise
+
+
+def set_memory_manager(directory):
+    """Take this thread's anonymous memory from now on from morsels.
+
+    *directory* is a path on a volatile morselfs instance (``None``: back
+    to ordinary anonymous memory for what is mapped from then on).
+    Children and executed programs inherit it; ``brk`` fails, so malloc
+    takes its heap from ``mmap``.  This is what ``morsel run --mm`` does
+    before it executes the program.  ``OSError(EOPNOTSUPP)`` for another
+    file system, ``OSError(EINVAL)`` from a kernel without patch 13.
+    """
+    if _lib.set_memory_manager is None:
+        raise OSError(errno.ENOSYS, "libmorsel older than 1.3")
+    path = None if directory is None else os.fsencode(directory)
+    _check(_lib.set_memory_manager(path),
+           None if directory is None else os.fspath(directory))
+
+
+def memory_manager():
+    """Whether this thread has a memory manager (set_memory_manager)."""
+    if _lib.memory_manager is None:
+        raise OSError(errno.ENOSYS, "libmorsel older than 1.3")
+    return bool(_check(_lib.memory_manager()))
 
 
 def open(path, flags=os.O_RDWR):

@@ -167,3 +167,11 @@ try:
                            _u64, _u64)
 except AttributeError:
     clone = clone_range = None
+
+# A memory manager per process (MORSEL_1.3, kernel patch 13).
+try:
+    set_memory_manager = _declare("morsel_set_memory_manager", _int,
+                                  ctypes.c_char_p)
+    memory_manager = _declare("morsel_memory_manager", _int)
+except AttributeError:
+    set_memory_manager = memory_manager = None
