@@ -16,12 +16,12 @@ BINS    += bench/trees bench/trees-split bench/fib bench/fib-split
 # The primitive's suites, which replaced morsel_test: the morsel and its
 # mappings, the ioctls and the morsel tool, file I/O, processes.
 BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test tests/huge_test
-BINS    += tests/huge1g_test tests/clone_test
+BINS    += tests/huge1g_test tests/clone_test tests/mm_test tests/mm_static
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
 # Copy-on-write clones against cp on tmpfs (issue 23).
-BINS    += bench/clone
+BINS    += bench/clone bench/mm
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -127,6 +127,12 @@ tests/huge_test: tests/huge_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
 tests/clone_test: tests/clone_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
+tests/mm_test: tests/mm_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS) -lpthread
+
+tests/mm_static: tests/mm_static.c
+	$(CC) $(CFLAGS) -static -o $@ $<
+
 tests/huge1g_test: tests/huge1g_test.c tests/ksft_util.h tests/morsel_util.h tests/probe/probe.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
@@ -218,6 +224,9 @@ bench/persist: bench/persist.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 bench/clone: bench/clone.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+bench/mm: bench/mm.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 test: build

@@ -6,10 +6,12 @@ temporary directory first; $MORSEL_MNT is a mounted morselfs.  One line per
 test ("ok     name" / "FAILED name"), then "N passed, N failed".
 """
 
+import ctypes
 import dataclasses
 import errno
 import faulthandler
 import gc
+import mmap
 import os
 import pathlib
 import shutil
@@ -368,6 +370,27 @@ class MorselTest(unittest.TestCase):
                 self.assertEqual(os.pread(c.fileno(), 2, 0), b"xx")
                 self.assertErrno(errno.EINVAL, m.clone_range, m, 0, PG, 2 * PG)
         self.assertEqual(os.stat(q).st_size, 3 * MiB)
+
+    def test_memory_manager(self):
+        d = os.path.dirname(self.path("x"))
+        pid = os.fork()
+        if pid == 0:
+            ok = False
+            try:
+                morsel.set_memory_manager(d)
+                buf = mmap.mmap(-1, MiB)        # anonymous: from morsels
+                buf[:5] = b"hello"
+                addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+                with open("/proc/self/maps") as f:
+                    lines = [ln for ln in f if int(ln.split("-")[0], 16) == addr]
+                ok = (morsel.memory_manager() and buf[:5] == b"hello" and
+                      len(lines) == 1 and d + "/" in lines[0] and
+                      lines[0].split()[1] == "rw-p")
+            finally:
+                os._exit(0 if ok else 1)
+        self.assertEqual(os.waitpid(pid, 0)[1], 0)
+        self.assertFalse(morsel.memory_manager())
+        self.assertErrno(errno.ENOTDIR, morsel.set_memory_manager, __file__)
 
     def test_populate(self):
         p = self.path("a")
