@@ -1760,9 +1760,13 @@ int morsel_clone(struct morsel *dst, u64 doff, struct morsel *src, u64 soff,
 
 		if (IS_ALIGNED(s, span) && IS_ALIGNED(d, span) &&
 		    len - done >= span && src->order >= 2 && dst->order >= 2) {
-			ss = walk_to(src, s, 1, false, NULL, &se, &sl);
+			u64 hole = span;
+
+			ss = walk_to(src, s, 1, false, &hole, &se, &sl);
 			if (!ss || !se) {
-				done += span;
+				/* Past a missing table at once: sparse files. */
+				n = ss ? span : round_down(s, hole) + hole - s;
+				done += min(n, len - done);
 				continue;
 			}
 			if (sl != 1)	/* inside a 1 GiB leaf: by pages */
