@@ -296,48 +296,16 @@ static vm_fault_t anon_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct inode *inode = file_inode(vma->vm_file);
-	struct morsel *m = inode->i_private;
-	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
-	bool write = vmf->flags & FAULT_FLAG_WRITE;
-	vm_fault_t ret = 0;
-	struct page *page;
 
 	if ((vma->vm_flags & VM_ANON_FILE) &&
-	    off >= PAGE_ALIGN(i_size_read(inode))) {
-		ret = anon_grow(vma);
+	    ((u64)vmf->pgoff << PAGE_SHIFT) >= PAGE_ALIGN(i_size_read(inode))) {
+		vm_fault_t ret = anon_grow(vma);
+
 		if (ret)
 			return ret;
 	}
-	filemap_invalidate_lock_shared(inode->i_mapping);
-	if (off >= PAGE_ALIGN(i_size_read(inode))) {
-		ret = VM_FAULT_SIGBUS;		/* shared memory: as shmem */
-		goto out;
-	}
-	if (READ_ONCE(m->cow)) {
-		morsel_walk_lock(m);
-		page = morsel_get(m, off, morsel_vma_hint(vma), write);
-		if (!IS_ERR(page))
-			get_page(page);
-		morsel_walk_unlock(m);
-	} else {
-		page = morsel_populate(m, off, morsel_vma_hint(vma));
-		if (!IS_ERR(page))
-			get_page(page);
-	}
-	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON) {
-		ret = VM_FAULT_HWPOISON;
-		goto out;
-	}
-	if (IS_ERR(page)) {
-		ret = PTR_ERR(page) == -ENOSPC ? VM_FAULT_SIGBUS : VM_FAULT_OOM;
-		goto out;
-	}
-	lock_page(page);	/* as in file.c: memory errors lock it */
-	vmf->page = page;
-	ret = VM_FAULT_LOCKED;
-out:
-	filemap_invalidate_unlock_shared(inode->i_mapping);
-	return ret;
+	/* shared memory past the size: SIGBUS, as shmem's */
+	return morsel_page_fault(vmf, vmf->flags & FAULT_FLAG_WRITE);
 }
 
 /*

@@ -61,6 +61,15 @@ static struct morsel *file_morsel(struct file *file)
  */
 static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 {
+	return morsel_page_fault(vmf, vmf->vma->vm_flags & VM_SHARED);
+}
+
+/*
+ * The page for @vmf, locked, as ->fault hands it to the generic code;
+ * with @own a page a clone shares becomes this morsel's own first.
+ */
+vm_fault_t morsel_page_fault(struct vm_fault *vmf, bool own)
+{
 	struct inode *inode = file_inode(vmf->vma->vm_file);
 	struct morsel *m = inode->i_private;
 	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
@@ -79,8 +88,7 @@ static vm_fault_t morsel_paged_fault(struct vm_fault *vmf)
 	 */
 	if (READ_ONCE(m->cow)) {
 		morsel_walk_lock(m);
-		page = morsel_get(m, off, morsel_vma_hint(vmf->vma),
-				  vmf->vma->vm_flags & VM_SHARED);
+		page = morsel_get(m, off, morsel_vma_hint(vmf->vma), own);
 		if (!IS_ERR(page))
 			get_page(page);
 		morsel_walk_unlock(m);

@@ -694,32 +694,27 @@ static int morsel_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 /*
  * libfs's simple_dir_operations, MORSEL_IOC_CREATE (ioctl.c) and, on a
  * volatile instance, the anonymous memory of processes that name the
- * directory their memory manager (anon.c).
+ * directory their memory manager (anon.c).  A persistent instance cannot
+ * clone (clone.c), so it supplies no memory.
  */
+#define MORSEL_DIR_FOPS					\
+	.owner = THIS_MODULE,				\
+	.open = dcache_dir_open,			\
+	.release = dcache_dir_close,			\
+	.llseek = dcache_dir_lseek,			\
+	.read = generic_read_dir,			\
+	.iterate_shared = dcache_readdir,		\
+	.fsync = noop_fsync,				\
+	.unlocked_ioctl = morsel_dir_ioctl,		\
+	.compat_ioctl = compat_ptr_ioctl
+
 const struct file_operations morsel_dir_fops = {
-	.owner = THIS_MODULE,
-	.open = dcache_dir_open,
-	.release = dcache_dir_close,
-	.llseek = dcache_dir_lseek,
-	.read = generic_read_dir,
-	.iterate_shared = dcache_readdir,
-	.fsync = noop_fsync,
-	.unlocked_ioctl = morsel_dir_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
+	MORSEL_DIR_FOPS,
 	.mmap_anon = morsel_mmap_anon,
 };
 
-/* A persistent instance cannot clone (clone.c), so it supplies no memory. */
 static const struct file_operations morsel_pm_dir_fops = {
-	.owner = THIS_MODULE,
-	.open = dcache_dir_open,
-	.release = dcache_dir_close,
-	.llseek = dcache_dir_lseek,
-	.read = generic_read_dir,
-	.iterate_shared = dcache_readdir,
-	.fsync = noop_fsync,
-	.unlocked_ioctl = morsel_dir_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
+	MORSEL_DIR_FOPS,
 };
 
 /*

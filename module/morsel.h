@@ -305,6 +305,7 @@ static inline bool morsel_rights_expressible(unsigned long flags)
 /* file.c */
 extern const struct file_operations morsel_fops;
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
+vm_fault_t morsel_page_fault(struct vm_fault *vmf, bool own);
 int morsel_collapse_range(struct inode *inode, u64 start, u64 end);
 void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 		      bool even_cows);
