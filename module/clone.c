@@ -54,6 +54,7 @@ static void cow_on(struct morsel *a, struct morsel *b)
 {
 	if (READ_ONCE(a->cow) && READ_ONCE(b->cow))
 		return;
+	WRITE_ONCE(a->sbi->cloned, true);	/* before a page is shared */
 	WRITE_ONCE(a->cow, true);
 	WRITE_ONCE(b->cow, true);
 	synchronize_srcu(&morsel_walk_srcu);

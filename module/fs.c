@@ -1301,7 +1301,8 @@ static void morsel_kill_sb(struct super_block *sb)
 	kfree_rcu(sbi, rcu);	/* pm_sb_test may still read it */
 }
 
-static struct file_system_type morselfs_type = {
+/* Also memerr.c's, which searches every instance for a failed page. */
+struct file_system_type morselfs_type = {
 	.owner = THIS_MODULE,
 	.name = "morselfs",
 	.init_fs_context = morsel_init_fs_context,

@@ -111,6 +111,60 @@ static struct inode *memerr_file(unsigned long id)
 	return inode;
 }
 
+/*
+ * Take @page out of every file of @sb that ever took part in a clone, at
+ * every offset that holds it (clone.c shares pages between files and
+ * within one).  Each file pinned as in drop_pagecache_sb(), with the
+ * locks memerr_take() holds for the named file.  Return: how many
+ * offsets took it.
+ */
+static unsigned int memerr_shared(struct super_block *sb, struct page *page)
+{
+	struct inode *inode, *toput = NULL;
+	unsigned int n = 0;
+
+	spin_lock(&sb->s_inode_list_lock);
+	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
+		struct morsel *m = inode->i_private;
+
+		spin_lock(&inode->i_lock);
+		if ((inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) ||
+		    !S_ISREG(inode->i_mode) || !m || !READ_ONCE(m->cow)) {
+			spin_unlock(&inode->i_lock);
+			continue;
+		}
+		__iget(inode);
+		spin_unlock(&inode->i_lock);
+		spin_unlock(&sb->s_inode_list_lock);
+		iput(toput);
+		toput = inode;
+		filemap_invalidate_lock(inode->i_mapping);
+		lock_page(page);
+		if (inode->i_private)
+			n += morsel_poison_shared(inode->i_private, page);
+		unlock_page(page);
+		filemap_invalidate_unlock(inode->i_mapping);
+		cond_resched();
+		spin_lock(&sb->s_inode_list_lock);
+	}
+	spin_unlock(&sb->s_inode_list_lock);
+	iput(toput);
+	return n;
+}
+
+struct memerr_search {
+	struct page *page;
+	unsigned int taken;
+};
+
+static void memerr_search_sb(struct super_block *sb, void *arg)
+{
+	struct memerr_search *s = arg;
+
+	if (READ_ONCE(((struct morsel_sb *)sb->s_fs_info)->cloned))
+		s->taken += memerr_shared(sb, s->page);
+}
+
 /**
  * morsel_memerr_take - take the failed @page out of the file holding it
  * @page: a page memory_failure() reported, referenced by the caller
@@ -127,7 +181,7 @@ bool morsel_memerr_take(struct page *page, struct super_block *sb)
 
 	inode = memerr_file((u32)READ_ONCE(page->private));	/* id: tree.c */
 	if (!inode)
-		return false;
+		goto search;
 	isb = inode->i_sb;
 	filemap_invalidate_lock(inode->i_mapping);
 	lock_page(page);	/* a page-by-page fault installs its PTE first */
@@ -136,8 +190,25 @@ bool morsel_memerr_take(struct page *page, struct super_block *sb)
 	unlock_page(page);
 	filemap_invalidate_unlock(inode->i_mapping);
 	iput(inode);
+	/* Clones may hold it too, in this instance only. */
+	if (taken && READ_ONCE(((struct morsel_sb *)isb->s_fs_info)->cloned))
+		memerr_shared(isb, page);
 	deactivate_super(isb);
-	return taken;
+	if (taken)
+		return true;
+search:
+	/*
+	 * The file it names let go of it, but a clone may still hold it
+	 * (the page keeps the first owner's id): every instance that ever
+	 * cloned is searched.  Not for a device's page (@sb: no clones).
+	 */
+	if (!sb) {
+		struct memerr_search s = { .page = page };
+
+		iterate_supers_type(&morselfs_type, memerr_search_sb, &s);
+		return s.taken;
+	}
+	return false;
 }
 
 static int memerr_notify(struct notifier_block *nb, unsigned long action,

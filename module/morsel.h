@@ -97,6 +97,8 @@ unsigned long morsel_pool_free(struct morsel_pool *p);
  * @pm_dev:     that device's number, set before the super block exists and
  *              never changed: a second mount of the device finds this
  *              instance by it (fs.c get_pm_tree); 0 when volatile.
+ * @cloned:     a file of it took part in a clone (clone.c): a failed page
+ *              may be in more than one file (memerr.c).  Never cleared.
  * Limits and @mode, @uid, @gid change only on remount (under the super
  * block's s_umount); the counters are atomics, charged with cmpxchg
  * against the limit.
@@ -117,6 +119,7 @@ struct morsel_sb {
 	unsigned long huge1g;
 	struct morsel_source ram;
 	struct morsel_pool pool;
+	bool cloned;
 };
 
 /**
@@ -245,6 +248,8 @@ struct page *morsel_lookup(struct morsel *m, u64 off);
 loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
 unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
+unsigned int morsel_poison_shared(struct morsel *m, struct page *page);
+extern struct file_system_type morselfs_type;
 int morsel_place(struct morsel *m, u64 off, struct page *page);
 int morsel_set_order(struct morsel *m, unsigned int order);
 void morsel_free_range(struct morsel *m, u64 start, u64 end);

@@ -1197,6 +1197,70 @@ out:
 	return done;
 }
 
+/*
+ * The first offset at or past @from where the object @e of @level, which
+ * covers the bytes from @base, holds @page; U64_MAX if none.
+ */
+static u64 find_in(mentry_t e, int level, u64 base, u64 from,
+		   unsigned long pfn)
+{
+	unsigned long first;
+	mentry_t *t;
+	unsigned int i;
+	u64 off;
+
+	if (!e || e == MORSEL_POISON || base + level_span(level) <= from)
+		return U64_MAX;
+	if (entry_leaf(e, level)) {
+		first = page_to_pfn(entry_page(e));
+		if (pfn < first || pfn >= first + MORSEL_LEAF_PAGES(level))
+			return U64_MAX;
+		off = base + ((u64)(pfn - first) << PAGE_SHIFT);
+		return off >= from ? off : U64_MAX;
+	}
+	t = entry_va(e);
+	for (i = 0; i < PTRS_PER_PTE; i++) {
+		off = find_in(READ_ONCE(t[i]), level - 1,
+			      base + i * level_span(level - 1), from, pfn);
+		if (off != U64_MAX)
+			return off;
+	}
+	if (level == 1)
+		cond_resched();
+	return U64_MAX;
+}
+
+/**
+ * morsel_poison_shared - take the failed @page out of every offset of @m
+ *
+ * For memerr.c, with the same locks as morsel_poison: a clone lets other
+ * files (or other offsets of one file) hold the page that failed in the
+ * file its page->private names.  Walks the whole tree under m->lock (no
+ * table is freed without it), so a memory error costs a walk of every
+ * file that ever took part in a clone.  Return: how many offsets took it.
+ */
+unsigned int morsel_poison_shared(struct morsel *m, struct page *page)
+{
+	unsigned long pfn = page_to_pfn(page);
+	unsigned int n = 0;
+	unsigned int order;
+	mentry_t root;
+	u64 off = 0;
+
+	if (!READ_ONCE(m->cow))
+		return 0;
+	for (;;) {
+		mutex_lock(&m->lock);
+		order = snapshot(m, &root);
+		off = find_in(root, order, 0, off, pfn);
+		mutex_unlock(&m->lock);
+		if (off == U64_MAX)
+			return n;
+		n += morsel_poison(m, off, page);
+		off += PAGE_SIZE;
+	}
+}
+
 /**
  * morsel_place - put the leaf of @page at byte offset @off of @m
  *

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -549,6 +550,148 @@ TEST(second_report_of_the_same_page)
 	munmap(map, NPAGES * PG);
 	close(fd);
 	unlink(mpath("me_twice"));
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+}
+
+/* ---- clones: one page in several files ---- */
+
+static int clone_range(int dst, int src, off_t soff, off_t doff, off_t len)
+{
+	struct file_clone_range r = { .src_fd = src, .src_offset = soff,
+				      .src_length = len, .dest_offset = doff };
+
+	return ioctl(dst, FICLONERANGE, &r);
+}
+
+/* Page @i of a file @shift pages behind the filled one: its fill or 0. */
+static char shifted_fill(unsigned int i, unsigned int shift)
+{
+	return i < shift ? 0 : fill_of(i - shift);
+}
+
+/*
+ * Through a mapping of @npages of a file that holds the filled file from
+ * page @shift on: page @k gets SIGBUS, the others read what they hold;
+ * pread agrees and gives EIO at @k.  0 if so.
+ */
+static int shifted_ok(int fd, char *map, unsigned int npages,
+		      unsigned int shift, unsigned int k)
+{
+	unsigned int i;
+	char c, buf[PG];
+
+	for (i = 0; i < npages; i++) {
+		int r = touch(map + i * PG, &c);
+		ssize_t n = pread(fd, buf, PG, i * PG);
+
+		if (i == k ? r != 1 || n != -1 || errno != EIO :
+			     r || c != shifted_fill(i, shift) || n != PG ||
+			     buf[PG - 1] != shifted_fill(i, shift)) {
+			fprintf(stderr, "  page %u: touch %d (%#x), pread %zd\n",
+				i, r, c, n);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A page that clones share fails once and leaves every file that holds
+ * it: the source, a clone of the whole file (which shares the PTE table)
+ * and a clone one page further on (which shares the page itself).
+ */
+TEST(a_page_clones_share_fails_in_every_file)
+{
+	int a = fresh(mpath("me_cl_a"), NPAGES * PG);
+	int b = fresh(mpath("me_cl_b"), 0);
+	int c = fresh(mpath("me_cl_c"), (NPAGES + 1) * PG);
+	long corrupted = hw_corrupted_kb();
+	char *ma, *mb, *mc;
+	uint64_t pfn;
+
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, fill(a, NPAGES));
+	ASSERT_EQ(0, ioctl(b, FICLONE, a));
+	ASSERT_EQ(0, clone_range(c, a, 0, PG, NPAGES * PG));
+	ma = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, a, 0);
+	mb = mmap(NULL, NPAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, b, 0);
+	mc = mmap(NULL, (NPAGES + 1) * PG, PROT_READ, MAP_SHARED, c, 0);
+	ASSERT_NE(MAP_FAILED, ma);
+	ASSERT_NE(MAP_FAILED, mb);
+	ASSERT_NE(MAP_FAILED, mc);
+	ASSERT_EQ(fill_of(K), ma[K * PG]);
+	ASSERT_EQ(fill_of(K), mb[K * PG]);
+	ASSERT_EQ(fill_of(K), mc[(K + 1) * PG]);
+	pfn = pfn_of(ma + K * PG);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(pfn, pfn_of(mb + K * PG));		/* shared, not copied */
+	ASSERT_EQ(pfn, pfn_of(mc + (K + 1) * PG));
+
+	ASSERT_EQ(0, madvise(ma + K * PG, PG, MADV_HWPOISON));
+	EXPECT_EQ(corrupted + 4, hw_corrupted_kb());	/* one page */
+	EXPECT_EQ(0, view_ok(ma, NPAGES, K));
+	EXPECT_EQ(0, io_ok(a, NPAGES, K));
+	EXPECT_EQ(0, view_ok(mb, NPAGES, K));
+	EXPECT_EQ(0, io_ok(b, NPAGES, K));
+	EXPECT_EQ(0, shifted_ok(c, mc, NPAGES + 1, 1, K + 1));
+	/* A write to another page of the clone still works, on its own. */
+	mb[0] = 'W';
+	EXPECT_EQ(fill_of(0), ma[0]);
+
+	/* Each file's punch makes its offset a hole again. */
+	ASSERT_EQ(0, fallocate(a, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, K * PG, PG));
+	ASSERT_EQ(0, fallocate(b, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, K * PG, PG));
+	ASSERT_EQ(0, fallocate(c, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			       (K + 1) * PG, PG));
+	EXPECT_EQ(0, ma[K * PG]);
+	EXPECT_EQ(0, mb[K * PG]);
+	EXPECT_EQ(0, mc[(K + 1) * PG]);
+	munmap(ma, NPAGES * PG);
+	munmap(mb, NPAGES * PG);
+	munmap(mc, (NPAGES + 1) * PG);
+	close(a);
+	close(b);
+	close(c);
+	unlink(mpath("me_cl_a"));
+	unlink(mpath("me_cl_b"));
+	unlink(mpath("me_cl_c"));
+	/* No file kept a reference: unpoison finds only its own. */
+	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
+	EXPECT_EQ(corrupted, hw_corrupted_kb());
+}
+
+/*
+ * The file a page names (its first owner) punched it, and only a clone
+ * holds it when it fails: the search of the instance finds the clone.
+ */
+TEST(a_page_only_a_clone_still_holds_fails)
+{
+	int a = fresh(mpath("me_cl_first"), NPAGES * PG);
+	int b = fresh(mpath("me_cl_second"), 0);
+	char *mb, c;
+	uint64_t pfn;
+
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_EQ(0, fill(a, NPAGES));
+	ASSERT_EQ(0, ioctl(b, FICLONE, a));
+	ASSERT_EQ(0, fallocate(a, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, K * PG, PG));
+	mb = mmap(NULL, NPAGES * PG, PROT_READ, MAP_SHARED, b, 0);
+	ASSERT_NE(MAP_FAILED, mb);
+	ASSERT_EQ(fill_of(K), mb[K * PG]);
+	pfn = pfn_of(mb + K * PG);
+	ASSERT_NE(0, pfn);
+	ASSERT_EQ(0, hwpoison_write("corrupt-pfn", pfn));
+	EXPECT_EQ(0, view_ok(mb, NPAGES, K));
+	EXPECT_EQ(0, io_ok(b, NPAGES, K));
+	EXPECT_EQ(0, pread(a, &c, 1, K * PG) == 1 && c == 0 ? 0 : -1);
+	munmap(mb, NPAGES * PG);
+	close(a);
+	close(b);
+	unlink(mpath("me_cl_first"));
+	unlink(mpath("me_cl_second"));
 	EXPECT_EQ(0, hwpoison_write("unpoison-pfn", pfn));
 }
 
