@@ -530,9 +530,15 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	mode &= ~FALLOC_FL_UNSHARE_RANGE;
 	inode_lock(inode);
 	size = i_size_read(inode);
-	if (offset < size && !(mode & FALLOC_FL_PUNCH_HOLE)) {
+	/*
+	 * All it populates, also past the size: a table a clone shares
+	 * covers 2 MiB, whatever part of it lies inside the file.
+	 */
+	if (!(mode & FALLOC_FL_PUNCH_HOLE)) {
 		err = morsel_unshare_range(m, round_down(offset, PAGE_SIZE),
-					   PAGE_ALIGN(min(end, size)),
+					   mode & FALLOC_FL_KEEP_SIZE ?
+					   PAGE_ALIGN(min(end, size)) :
+					   PAGE_ALIGN(end),
 					   MORSEL_UNSHARE_DATA);
 		if (err)
 			goto out;

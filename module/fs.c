@@ -480,6 +480,10 @@ struct file *morsel_create_unnamed(struct file *dirf, umode_t mode,
  *
  * What morsel_create_unnamed() gives, for a caller that checked the rights
  * itself (anon.c: PR_SET_MEMORY_MANAGER did; a fork's clone needs none).
+ * Anonymous memory (a @key given) is made as shmem makes a memfd's file,
+ * without freeze protection (sb_start_write): a fork makes it under the
+ * mmap lock, which a write(2) in a frozen-protected section may need for
+ * its user copy, and a volatile instance has nothing a freeze keeps.
  */
 struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
 				umode_t mode, loff_t size,
@@ -489,7 +493,7 @@ struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
 	struct file *file;
 	int err;
 
-	err = mnt_want_write(mnt);
+	err = key ? mnt_get_write_access(mnt) : mnt_want_write(mnt);
 	if (err)
 		return ERR_PTR(err);
 	inode = morsel_new_inode(dir, S_IFREG | mode, 0);
@@ -536,7 +540,10 @@ struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
 	file->f_mode |= FMODE_WRITER | FMODE_PREAD | FMODE_PWRITE |
 			FMODE_ATOMIC_POS | FMODE_CAN_ODIRECT;
 out:
-	mnt_drop_write(mnt);
+	if (key)
+		mnt_put_write_access(mnt);
+	else
+		mnt_drop_write(mnt);
 	return file;
 }
 

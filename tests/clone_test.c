@@ -485,6 +485,49 @@ TEST(the_other_side_keeps_what_one_side_frees)
 }
 
 /*
+ * A file cloned to its end shares the PTE table of its last 2 MiB even
+ * where the table lies past the size; fallocate there (from the size,
+ * inside the last, partial page, on) must populate the clone's own copy, never the shared
+ * table: the source's page at the same place stays a hole, and the page
+ * counts agree with what each file holds.  Found by the fuzzer (seed
+ * 915555631), within one file; here across two and within one.
+ */
+TEST_F(inst, fallocate_past_the_end_of_a_shared_table)
+{
+	static const int modes[] = { 0, FALLOC_FL_ZERO_RANGE, FALLOC_FL_KEEP_SIZE };
+	unsigned int i;
+
+	for (i = 0; i < 2 * ARRAY_SIZE(modes); i++) {
+		int within = i >= ARRAY_SIZE(modes), mode = modes[i % ARRAY_SIZE(modes)];
+		int b = within ? self->a : self->b;
+		uint64_t doff = within ? 64 * MiB : 0, size = 2 * MiB - 1;
+
+		struct morsel_min_order mo = { .order = 2 };
+
+		ASSERT_EQ(0, ftruncate(self->a, 0));
+		ASSERT_EQ(0, ftruncate(self->b, 0));
+		/* Order 2 (a PMD table above the PTE tables): tables share. */
+		ASSERT_EQ(0, ioctl(self->a, MORSEL_IOC_SET_MIN_ORDER, &mo));
+		ASSERT_EQ(0, ioctl(self->b, MORSEL_IOC_SET_MIN_ORDER, &mo));
+		fill(_metadata, self->a, 0x19b000, 5 * PG, 1);
+		ASSERT_EQ(0, ftruncate(self->a, size));
+		ASSERT_EQ(0, clone_range(self->a, 0, b, doff, size));
+		ASSERT_EQ(doff + size, (uint64_t)lseek(b, 0, SEEK_END));
+		ASSERT_EQ(0, fallocate(b, mode, doff + size, 6728));
+		/* The source's last page is still a hole; its data is there. */
+		EXPECT_EQ(0x1a0000, lseek(self->a, 0x19b000, SEEK_HOLE))
+			TH_LOG("mode %#x, %s", mode, within ? "within one file" : "two files");
+		EXPECT_TRUE(holds(self->a, 0x19b000, 5 * PG, 1, 0x19b000));
+		EXPECT_EQ(within ? 5 + 5 + (mode & FALLOC_FL_KEEP_SIZE ? 1 : 3) : 5,
+			  st(_metadata, self->a).pages)
+			TH_LOG("mode %#x, %s", mode, within ? "within one file" : "two files");
+		if (!within)
+			EXPECT_EQ(5 + (mode & FALLOC_FL_KEEP_SIZE ? 1 : 3),
+				  st(_metadata, b).pages);
+	}
+}
+
+/*
  * A write to a shared page needs a page of its own: at size= it is ENOSPC
  * for write(2) and SIGBUS for a mapping (as XFS's ENOSPC on a reflinked
  * file), and nothing changes on either side.

@@ -738,7 +738,7 @@ void op_write(int s)
 	int fdi = pick_fd(s, one_in(8) ? 0 : 1), method = below(3);
 	int64_t off = pick_off(s);
 	uint64_t len = one_in(3) ? 1 + below(16) : 1 + below(3 * PG);
-	static uint8_t data[3 * PG];
+	uint8_t *data = wrbuf;
 
 	if (fdi < 0)
 		return;

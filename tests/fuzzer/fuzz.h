@@ -252,7 +252,8 @@ extern int inst_huge;		/* the instance's huge= for the run (MORSEL_HUGE_*) */
 extern uint64_t max_bytes, task_max;
 extern char dir[256];
 extern char *badbuf;		/* a PROT_NONE page: a bad user buffer */
-extern uint8_t iobuf[WMAX * PG + PG], expbuf[WMAX * PG + PG];
+/* WMAX * PG + PG bytes each; with --mm in the worker's anonymous memory */
+extern uint8_t *iobuf, *expbuf, *wrbuf;
 
 /* ---- PRNG ---- */
 

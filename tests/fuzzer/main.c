@@ -3,6 +3,7 @@
  * tests/fuzzer: a seeded fuzzer for morselfs with an exact shadow model.
  *
  *   fuzz_bin [--seed S] [--ops N] [--procs P] [--trace] [--stats] [--lenient]
+ *            [--mm] [--check-each]
  *
  * Run inside the VM (tests/fuzz wraps it; $MORSEL_MNT is a mounted
  * morselfs, $MORSEL_PAGING is 4 or 5).  P worker processes (default 4)
@@ -129,6 +130,19 @@
  * (page 0 after a shrink to 0 while an order-0 mapping existed); (2)
  * EINVAL from an mremap that has to move a private mapping at offset 0.
  *
+ * --check-each checks every slot a worker owns (STAT, fstat) after every
+ * operation, to find the one that went wrong (slow; replays the same
+ * operations as without it).
+ * --mm makes the instance each worker's memory manager (patch 13,
+ * morsel_set_memory_manager on $MORSEL_MNT) before it starts: its own
+ * anonymous memory (malloc'd I/O buffers, its address-region
+ * reservations, its stack-less heap) is then morsels too, cloned at each
+ * of its forks, and read(2), write(2), GUP and faults run with buffers
+ * there.  The model itself stays in Linux's shared memory (made before
+ * the workers), so a fault of the memory manager shows as a mismatch of
+ * what the workers compute, or as a worker dying.  The counters checked
+ * at the end include the workers' memory, which their exit frees.
+ *
  * Concurrency rules inside one worker: single-threaded; the only other
  * process touching a worker's morsels is its own child, as described.
  */
@@ -185,8 +199,10 @@ static int set_inst_huge(const char *mnt, int mode)
 uint64_t max_bytes, task_max;
 char dir[256];
 char *badbuf;		/* a PROT_NONE page: a bad user buffer */
-uint8_t iobuf[WMAX * PG + PG], expbuf[WMAX * PG + PG];
-static int l5, stats;
+static uint8_t iobuf_s[WMAX * PG + PG], expbuf_s[WMAX * PG + PG],
+	wrbuf_s[WMAX * PG + PG];
+uint8_t *iobuf = iobuf_s, *expbuf = expbuf_s, *wrbuf = wrbuf_s;
+static int l5, stats, use_mm, check_each;
 static uint64_t seed;
 
 /* ---- resets ---- */
@@ -331,6 +347,39 @@ static void one_op(void)
 	}
 }
 
+/* How many of this process's VMAs are morsels standing for anonymous memory. */
+static int anon_file_vmas(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmFlags:", 8) && (strstr(line, " af ") ||
+						      strstr(line, " af\n")))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * --check-each: STAT every slot the worker owns after every operation,
+ * with the PRNG put back, so a run finds the operation that went wrong
+ * and still does what it did without the option.
+ */
+static void check_owned(void)
+{
+	uint64_t rng = W.rng;
+	int i;
+
+	for (i = 0; i < NFILES; i++)
+		if (W.owned[i] >= 0 && S(W.owned[i])->live && !child_alive())
+			x_stat(W.owned[i], 1);
+	W.rng = rng;
+}
+
 static void worker_main(int id, uint64_t nops, uint64_t handoff_limit)
 {
 	struct sigaction sa;
@@ -359,6 +408,8 @@ static void worker_main(int id, uint64_t nops, uint64_t handoff_limit)
 		} else {
 			one_op();
 		}
+		if (check_each)
+			check_owned();
 		__atomic_store_n(&sh->w[id].ops, W.op + 1, __ATOMIC_RELAXED);
 	}
 	if (child_alive())
@@ -384,6 +435,8 @@ static void worker_main(int id, uint64_t nops, uint64_t handoff_limit)
 		S(s)->named = 0;
 		check_dead(s);
 	}
+	if (use_mm && !anon_file_vmas())
+		mismatch("--mm: the worker's buffers are not morsels (no 'af' VMA in its smaps)");
 	fflush(stdout);
 	_exit(0);
 }
@@ -451,7 +504,7 @@ static void print_stats(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fuzz [--seed S] [--ops N] [--procs P] [--trace] [--stats] [--lenient]\n");
+	fprintf(stderr, "usage: fuzz [--seed S] [--ops N] [--procs P] [--trace] [--stats] [--lenient] [--mm] [--check-each]\n");
 	exit(2);
 }
 
@@ -482,6 +535,10 @@ int main(int argc, char **argv)
 			lenient = 1;
 		} else if (!strcmp(argv[i], "--stats")) {
 			stats = 1;
+		} else if (!strcmp(argv[i], "--mm")) {
+			use_mm = 1;
+		} else if (!strcmp(argv[i], "--check-each")) {
+			check_each = 1;
 		} else {
 			usage();
 		}
@@ -520,11 +577,12 @@ int main(int argc, char **argv)
 		else
 			inst_huge = modes[seed % 4];
 	}
-	printf("fuzz: seed %" PRIu64 ", %" PRIu64 " ops, %d procs, %d-level paging, huge=%s%s\n",
+	printf("fuzz: seed %" PRIu64 ", %" PRIu64 " ops, %d procs, %d-level paging, huge=%s%s%s\n",
 	       seed, nops, nprocs, l5 ? 5 : 4, huge_names[inst_huge],
-	       lenient ? ", lenient" : "");
+	       lenient ? ", lenient" : "", use_mm ? ", workers under --mm" : "");
 	printf("fuzz: replay with: tests/fuzz --seed %" PRIu64 " --ops %" PRIu64
-	       " --procs %d%s\n", seed, nops, nprocs, lenient ? " --lenient" : "");
+	       " --procs %d%s%s\n", seed, nops, nprocs, lenient ? " --lenient" : "",
+	       use_mm ? " --mm" : "");
 	for (i = 0; i < 3; i++)
 		base[i] = counter(names[i]);
 	snprintf(dir, sizeof(dir), "%s/fuzz.%d", mnt, (int)getpid());
@@ -567,6 +625,27 @@ int main(int argc, char **argv)
 					close(socks[j][0]);
 				if (socks[j][1] != W.recv_sock)
 					close(socks[j][1]);
+			}
+			if (use_mm) {
+				int err = morsel_set_memory_manager(mnt);
+				size_t l = WMAX * PG + PG;
+				uint8_t *b;
+
+				if (err) {
+					fprintf(stderr, "fuzz: morsel_set_memory_manager(%s): %s\n",
+						mnt, strerror(-err));
+					_exit(2);
+				}
+				/* The I/O buffers: private memory from morsels. */
+				b = mmap(NULL, 3 * l, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (b == MAP_FAILED) {
+					perror("fuzz: mmap under --mm");
+					_exit(2);
+				}
+				iobuf = b;
+				expbuf = b + l;
+				wrbuf = b + 2 * l;
 			}
 			worker_main(i, per + ((uint64_t)i < nops % nprocs),
 				    hlimit);

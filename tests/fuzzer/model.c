@@ -869,6 +869,49 @@ static void runs_copy(struct slot *dst, struct slot *src, uint64_t a,
 }
 
 /*
+ * The first page index at or past @from where @sl has anything a clone
+ * takes: a populated page, a PTE table (also an empty one) or a 2 MiB
+ * leaf (the start of its 2 MiB); UINT64_MAX if nothing.  So that a clone
+ * across a sparse range visits only what is there, as tree.c does.
+ */
+static uint64_t next_object(struct slot *sl, uint64_t from)
+{
+	uint64_t best = UINT64_MAX, a;
+	int i = runs_find(sl, from);
+
+	if (i < sl->nruns)
+		best = sl->runs[i].a > from ? sl->runs[i].a : from;
+	for (i = 0; i < sl->ntables; i++) {
+		if (sl->tables[i].level != 1 ||
+		    (sl->tables[i].idx + 1) * HUGE_PAGES <= from)
+			continue;
+		a = sl->tables[i].idx * HUGE_PAGES;
+		a = a > from ? a : from;
+		best = a < best ? a : best;
+	}
+	for (i = 0; i < sl->nhuge; i++) {
+		if ((sl->huge[i] + 1) * HUGE_PAGES <= from)
+			continue;
+		a = sl->huge[i] * HUGE_PAGES;
+		a = a > from ? a : from;
+		best = a < best ? a : best;
+	}
+	return best;
+}
+
+/* Whether a 2 MiB leaf of @sl covers a page of [@a, @b). */
+static int huge_in(struct slot *sl, uint64_t a, uint64_t b)
+{
+	int i;
+
+	for (i = 0; i < sl->nhuge; i++)
+		if (sl->huge[i] * HUGE_PAGES < b &&
+		    (sl->huge[i] + 1) * HUGE_PAGES > a)
+			return 1;
+	return 0;
+}
+
+/*
  * What a successful clone of @src's [@soff, @soff + @plen) to @dst's
  * @doff does to the tree model, after the destination range was evicted:
  * as morsel_clone, per 2 MiB where both offsets are aligned (the source's
@@ -900,8 +943,21 @@ void m_clone(int d, uint64_t doff, int s, uint64_t soff, uint64_t plen)
 	if (src->tables_bad)
 		dst->tables_bad = 1;
 	while (done < plen) {
-		uint64_t so = soff + done, dof = doff + done, cs, cd;
+		uint64_t so = soff + done, dof = doff + done, cs, cd, next;
 
+		/*
+		 * Holes of the source add nothing: go to the aligned 2 MiB
+		 * of its next object (past the first chunk, every chunk
+		 * starts aligned in the source).
+		 */
+		next = next_object(src, so / PG);
+		if (next == UINT64_MAX || next * PG >= soff + plen)
+			break;
+		if (next * PG / span * span > so) {
+			done = next * PG / span * span - soff;
+			so = soff + done;
+			dof = doff + done;
+		}
 		sp = so / PG;
 		dp = dof / PG;
 		if (so % span || dof % span || plen - done < span ||
@@ -910,9 +966,8 @@ void m_clone(int d, uint64_t doff, int s, uint64_t soff, uint64_t plen)
 			k = span - so % span;
 			if (k > plen - done)
 				k = plen - done;
-			for (i = 0; i < (int)(k / PG); i++)
-				if (huge_find(src, (sp + i) / HUGE_PAGES) >= 0)
-					src->tables_bad = 1;
+			if (huge_in(src, sp, sp + k / PG))
+				src->tables_bad = 1;
 			runs_copy(dst, src, sp, sp + k / PG, dp, 1);
 			done += k;
 			continue;
