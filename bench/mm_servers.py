@@ -118,7 +118,7 @@ def memcached_sample(morsel, mix, ops, conns, window):
                          "-l", "127.0.0.1", "-p", str(MC_PORT)], MC_PORT, "memcached")
     try:
         out = subprocess.run(["memcaslap", "-s", f"127.0.0.1:{MC_PORT}", "-T", "2",
-                              "-c", str(conns), "-w", str(window), "-x", str(ops), "-F", cfg],
+                              "-c", str(conns), "-w", f"{window // 1000}k", "-x", str(ops), "-F", cfg],
                              capture_output=True, text=True,
                              timeout=1800)
         check_manager(srv, morsel, "memcached")
