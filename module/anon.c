@@ -181,7 +181,7 @@ static void anon_open(struct vm_area_struct *vma)
 		if (!to) {
 			/*
 			 * Never silent sharing: an empty anonymous VMA for
-			 * a child that is killed before it runs.
+			 * a child that is killed as the fork returns.
 			 */
 			vma->vm_file = NULL;
 			vma->vm_ops = NULL;

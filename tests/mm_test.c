@@ -593,6 +593,53 @@ TEST(size_limit_is_a_memory_cap)
 	umount2(MDIR, MNT_DETACH);
 }
 
+/*
+ * A fork whose clone finds no room (the instance full to its last page,
+ * so the clone's tables cannot be had): the child gets SIGKILL, and until
+ * it does its private memory is an empty anonymous VMA, never the
+ * parent's (docs/errors.md M10).  The parent goes on with its memory.
+ */
+TEST(fork_without_room_for_the_clone_kills_the_child)
+{
+	pid_t pid;
+
+	ASSERT_EQ(0, mount_instance(MDIR, "size=8M"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		unsigned char *p;
+		pid_t child;
+		int st;
+
+		if (morsel_set_memory_manager(MDIR))
+			_exit(2);
+		p = anon(16 * MiB, MAP_PRIVATE);
+		if (p == MAP_FAILED)
+			_exit(3);
+		memset(p, 'x', PG);
+		/* Up to the limit: the populate stops where a fault gets SIGBUS. */
+		if (!madvise(p, 16 * MiB, MADV_POPULATE_WRITE))
+			_exit(4);
+		child = fork();
+		if (child < 0)
+			_exit(5);
+		if (!child) {
+			if (p[0] == 'x')	/* the parent's memory: sharing */
+				_exit(20);
+			for (;;)
+				pause();
+		}
+		if (waitpid(child, &st, 0) != child)
+			_exit(6);
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 7);
+		p[0]++;			/* the parent's memory is its own still */
+		_exit(p[0] == 'y' && p[PG] == 0 ? 0 : 8);
+	}
+	EXPECT_EQ(0, WEXITSTATUS(wait_status(pid)));
+	umount2(MDIR, MNT_DETACH);
+}
+
 /* No inode left on the instance: an anonymous mmap gets ENOMEM. */
 TEST(no_inode_left_enomem)
 {
