@@ -173,7 +173,7 @@ out:
  * file and puts the VMA in that file's i_mmap, so the child VMA can name
  * its own file here; splits and mremap open VMAs of the current mm.
  */
-static void anon_open(struct vm_area_struct *vma)
+void morsel_anon_open(struct vm_area_struct *vma)
 {
 	if ((vma->vm_flags & VM_ANON_FILE) && vma->vm_mm != current->mm) {
 		struct file *to = anon_fork_file(vma->vm_mm, vma->vm_file);
@@ -186,10 +186,13 @@ static void anon_open(struct vm_area_struct *vma)
 			vma->vm_file = NULL;
 			vma->vm_ops = NULL;
 			vm_flags_clear(vma, VM_SHARED | VM_MAYSHARE |
-					    VM_ANON_FILE);
+					    VM_ANON_FILE | VM_MIXEDMAP);
 			return;
 		}
 		vma->vm_file = to;
+		/* Mounted memory (anonmnt.c) stays mounted in the child. */
+		if (vma->vm_flags & VM_MIXEDMAP)
+			WRITE_ONCE(vma_morsel_of(vma)->anon_mounts, true);
 	}
 	atomic_inc(&vma_morsel_of(vma)->nr_paged);
 }
@@ -252,7 +255,7 @@ static void anon_free_unmapped(struct vm_area_struct *vma, u64 start,
 	inode_unlock(inode);
 }
 
-static void anon_close(struct vm_area_struct *vma)
+void morsel_anon_close(struct vm_area_struct *vma)
 {
 	struct file *file = vma->vm_file;
 	u64 start = (u64)vma->vm_pgoff << PAGE_SHIFT;
@@ -271,7 +274,7 @@ static void anon_close(struct vm_area_struct *vma)
 /* ---- faults ---- */
 
 /* mremap made the private VMA longer than the file: grow the file. */
-static vm_fault_t anon_grow(struct vm_area_struct *vma)
+vm_fault_t morsel_anon_grow(struct vm_area_struct *vma)
 {
 	struct inode *inode = file_inode(vma->vm_file);
 	loff_t want = ((loff_t)vma->vm_pgoff << PAGE_SHIFT) +
@@ -299,7 +302,7 @@ static vm_fault_t anon_fault(struct vm_fault *vmf)
 
 	if ((vma->vm_flags & VM_ANON_FILE) &&
 	    ((u64)vmf->pgoff << PAGE_SHIFT) >= PAGE_ALIGN(i_size_read(inode))) {
-		vm_fault_t ret = anon_grow(vma);
+		vm_fault_t ret = morsel_anon_grow(vma);
 
 		if (ret)
 			return ret;
@@ -353,8 +356,8 @@ out:
 }
 
 static const struct vm_operations_struct morsel_anon_vm_ops = {
-	.open = anon_open,
-	.close = anon_close,
+	.open = morsel_anon_open,
+	.close = morsel_anon_close,
 	.fault = anon_fault,
 	.page_mkwrite = anon_mkwrite,
 };
@@ -363,8 +366,12 @@ static const struct vm_operations_struct morsel_anon_vm_ops = {
 int morsel_anon_mmap(struct morsel *m, struct vm_area_struct *vma)
 {
 	vma->vm_ops = &morsel_anon_vm_ops;
-	if (m->anon == MORSEL_ANON_PRIVATE)
+	if (m->anon == MORSEL_ANON_PRIVATE) {
 		vm_flags_set(vma, VM_ANON_FILE);
+		/* anon=mounted: 2 MiB at a time (anonmnt.c) */
+		if (READ_ONCE(m->sbi->anon_mounted))
+			return morsel_anon_mount_vma(m, vma);
+	}
 	atomic_inc(&m->nr_paged);
 	return 0;
 }

@@ -199,6 +199,8 @@ static unsigned long morsel_get_unmapped_area(struct file *file,
 	unsigned long area, hint = 0;
 	u64 extent;
 
+	if (m->anon == MORSEL_ANON_PRIVATE)
+		return morsel_anon_unmapped_area(file, addr, len, pgoff, flags);
 	if (!mounted_mmap(flags, pgoff) || m->anon)
 		return mm_get_unmapped_area(mm, file, addr, len, pgoff, flags);
 	/* mmap_len made it one extent (mremap keeps the VMA's length). */
@@ -669,6 +671,28 @@ const struct file_operations morsel_fops = {
 	.splice_write = iter_file_splice_write,
 	.mmap = morsel_mmap,
 	.mmap_len = morsel_mmap_len,
+	.get_unmapped_area = morsel_get_unmapped_area,
+	.fallocate = morsel_fallocate,
+	.remap_file_range = morsel_remap_file_range,
+	.unlocked_ioctl = morsel_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.fsync = morsel_fsync,
+};
+
+/*
+ * The files of anonymous memory (anon.c): the same without ->mmap_len,
+ * whose presence kernel patch 0004's mremap shortcut takes for a mounted
+ * morsel's rounded length, which anonymous memory never has.
+ */
+const struct file_operations morsel_anon_fops = {
+	.owner = THIS_MODULE,
+	.open = morsel_file_open,
+	.llseek = morsel_llseek,
+	.read_iter = morsel_read_iter,
+	.write_iter = morsel_write_iter,
+	.splice_read = copy_splice_read,
+	.splice_write = iter_file_splice_write,
+	.mmap = morsel_mmap,
 	.get_unmapped_area = morsel_get_unmapped_area,
 	.fallocate = morsel_fallocate,
 	.remap_file_range = morsel_remap_file_range,

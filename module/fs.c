@@ -518,7 +518,7 @@ struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
 		goto out;
 	}
 	file = alloc_file_pseudo(inode, mnt, "morsel", O_RDWR | O_LARGEFILE,
-				 &morsel_fops);
+				 key ? &morsel_anon_fops : &morsel_fops);
 	if (IS_ERR(file)) {
 		iput(inode);
 		goto out;
@@ -816,9 +816,16 @@ static const struct constant_table morsel_huge_names[] = {
 	{}
 };
 
+/* anon=: how processes' private anonymous memory is mapped (anon.c). */
+static const struct constant_table morsel_anon_names[] = {
+	{ "paged",	0 },
+	{ "mounted",	1 },
+	{}
+};
+
 /*
- * size= and nr_inodes= always; huge=, huge1g= and mode=, uid=, gid= when
- * not the default.  A persistent instance: pmem= and huge=.
+ * size= and nr_inodes= always; huge=, huge1g=, anon= and mode=, uid=, gid=
+ * when not the default.  A persistent instance: pmem= and huge=.
  */
 static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
@@ -839,6 +846,8 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 			   morsel_huge_names[sbi->huge].name);
 	if (sbi->huge1g)
 		seq_printf(seq, ",huge1g=%lu", sbi->huge1g);
+	if (READ_ONCE(sbi->anon_mounted))
+		seq_puts(seq, ",anon=mounted");
 	if (sbi->mode != MORSEL_ROOT_MODE)
 		seq_printf(seq, ",mode=%03ho", sbi->mode);
 	if (!uid_eq(sbi->uid, GLOBAL_ROOT_UID))
@@ -911,7 +920,7 @@ static const struct super_operations morsel_sops = {
 };
 
 enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM,
-	OPT_HUGE, OPT_HUGE1G };
+	OPT_HUGE, OPT_HUGE1G, OPT_ANON };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
@@ -922,6 +931,7 @@ static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("pmem", OPT_PMEM),
 	fsparam_enum("huge", OPT_HUGE, morsel_huge_names),
 	fsparam_u32("huge1g", OPT_HUGE1G),
+	fsparam_enum("anon", OPT_ANON, morsel_anon_names),
 	{}
 };
 
@@ -933,8 +943,9 @@ struct morsel_opts {
 	kgid_t gid;
 	char *pmem;
 	unsigned int huge, huge1g;
+	bool anon_mounted;
 	bool has_blocks, has_inodes, has_mode, has_uid, has_gid, has_huge;
-	bool has_huge1g;
+	bool has_huge1g, has_anon;
 };
 
 /*
@@ -1008,6 +1019,10 @@ static int morsel_parse_param(struct fs_context *fc,
 		o->huge1g = result.uint_32;
 		o->has_huge1g = true;
 		return 0;
+	case OPT_ANON:
+		o->anon_mounted = result.uint_32;
+		o->has_anon = true;
+		return 0;
 	case OPT_PMEM:
 		if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE)
 			return invalfc(fc, "pmem= cannot change on remount");
@@ -1062,6 +1077,7 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->uid = o->has_uid ? o->uid : current_fsuid();
 	sbi->gid = o->has_gid ? o->gid : current_fsgid();
 	sbi->huge = o->has_huge ? o->huge : MORSEL_HUGE_NEVER;
+	sbi->anon_mounted = o->anon_mounted;
 	if (o->has_huge1g && !o->pmem) {
 		int err = set_huge1g(fc, sbi, o->huge1g);
 
@@ -1190,6 +1206,8 @@ static int morsel_get_tree(struct fs_context *fc)
 		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	if (o->pmem && o->has_huge1g)
 		return invalfc(fc, "pmem: no huge1g= (1 GiB leaves are RAM's)");
+	if (o->pmem && o->has_anon)
+		return invalfc(fc, "pmem: no anon= (anonymous memory is RAM's)");
 	/*
 	 * The instance's morsel_sb goes to sget_fc, which makes it
 	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
@@ -1229,6 +1247,8 @@ static int morsel_reconfigure(struct fs_context *fc)
 		return invalfc(fc, "pmem: no size=, nr_inodes=, mode=, uid= or gid=");
 	if (sbi->pm && o->has_huge1g)
 		return invalfc(fc, "pmem: no huge1g= (1 GiB leaves are RAM's)");
+	if (sbi->pm && o->has_anon)
+		return invalfc(fc, "pmem: no anon= (anonymous memory is RAM's)");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
@@ -1249,6 +1269,8 @@ static int morsel_reconfigure(struct fs_context *fc)
 		WRITE_ONCE(sbi->max_inodes, o->inodes);
 	if (o->has_huge)
 		WRITE_ONCE(sbi->huge, o->huge);
+	if (o->has_anon)	/* for mappings made from now on */
+		WRITE_ONCE(sbi->anon_mounted, o->anon_mounted);
 	if (!o->has_mode && !o->has_uid && !o->has_gid)
 		return 0;
 	inode_lock(root);

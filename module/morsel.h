@@ -99,6 +99,8 @@ unsigned long morsel_pool_free(struct morsel_pool *p);
  *              instance by it (fs.c get_pm_tree); 0 when volatile.
  * @cloned:     a file of it took part in a clone (clone.c): a failed page
  *              may be in more than one file (memerr.c).  Never cleared.
+ * @anon_mounted: anon=mounted: private anonymous memory mapped from now
+ *              on is mounted 2 MiB at a time (anonmnt.c).
  * Limits and @mode, @uid, @gid change only on remount (under the super
  * block's s_umount); the counters are atomics, charged with cmpxchg
  * against the limit.
@@ -120,6 +122,7 @@ struct morsel_sb {
 	struct morsel_source ram;
 	struct morsel_pool pool;
 	bool cloned;
+	bool anon_mounted;
 };
 
 /**
@@ -155,6 +158,8 @@ struct morsel_sb {
  *              (tree.c); then our walkers hold @lock.  Never cleared.
  * @anon:       0, or MORSEL_ANON_* for a process's anonymous memory
  *              (anon.c); set before the file is mapped, never changed.
+ * @anon_mounts: mounted anonymous VMAs map it (anonmnt.c): mappers are
+ *              flushed through unmap_mapping_range too.  Never cleared.
  * @walker:     the task holding @lock around such a walk (tree.c).
  * @huge:       MORSEL_HUGE_* for this file, or MORSEL_HUGE_INHERIT.
  * @nr_tables:  table pages per level (index level - 1).
@@ -185,6 +190,7 @@ struct morsel {
 	atomic_long_t nr_huge1g;
 	bool had_huge1g;
 	bool cow;
+	bool anon_mounts;
 	u8 anon;
 	struct task_struct *walker;
 	unsigned int huge;
@@ -272,6 +278,7 @@ int morsel_writeback(struct morsel *m, u64 start, u64 end);
 int morsel_writeback_inode(struct inode *inode, u64 start, u64 end);
 mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 			    bool exec);
+mentry_t morsel_entry_at(struct morsel *m, u64 off, int level);
 
 /* huge.c; a populating caller's hint: */
 #define MORSEL_HINT_NONE	0
@@ -289,6 +296,8 @@ void morsel_flush_mappers(struct morsel *m, u64 start, u64 end);
 void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
 				 bool tables);
 bool morsel_top_level_mount(unsigned int order);
+struct page *morsel_find_special_page(struct vm_area_struct *vma,
+				      unsigned long addr);
 
 /*
  * What a mount entry can express (mount.c): it reads whenever it exists,
@@ -309,6 +318,7 @@ static inline bool morsel_rights_expressible(unsigned long flags)
 
 /* file.c */
 extern const struct file_operations morsel_fops;
+extern const struct file_operations morsel_anon_fops;
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
 vm_fault_t morsel_page_fault(struct vm_fault *vmf, bool own);
 int morsel_collapse_range(struct inode *inode, u64 start, u64 end);
@@ -391,7 +401,16 @@ struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
 struct file *morsel_mmap_anon(struct file *dir, unsigned long len,
 			      unsigned long prot, unsigned long flags);
 int morsel_anon_mmap(struct morsel *m, struct vm_area_struct *vma);
+void morsel_anon_open(struct vm_area_struct *vma);
+void morsel_anon_close(struct vm_area_struct *vma);
+vm_fault_t morsel_anon_grow(struct vm_area_struct *vma);
 int morselfs_register(void);
+
+/* anonmnt.c: anon=mounted */
+int morsel_anon_mount_vma(struct morsel *m, struct vm_area_struct *vma);
+unsigned long morsel_anon_unmapped_area(struct file *file, unsigned long addr,
+					unsigned long len, unsigned long pgoff,
+					unsigned long flags);
 void morselfs_unregister(void);
 
 /* xattr.c */

@@ -420,6 +420,12 @@ void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
 	struct morsel_map *map;
 
 	lockdep_assert_held(&m->lock);
+	/*
+	 * Mounted anonymous memory (anonmnt.c) is in the file's i_mmap, not
+	 * on the list: its mounts and leaf copies of the range go.
+	 */
+	if (READ_ONCE(m->anon_mounts) && start < end)
+		unmap_mapping_range(m->inode->i_mapping, start, end - start, 0);
 	list_for_each_entry(map, &m->maps, node) {
 		struct vm_area_struct *vma = map->vma;
 		u64 stop = min(end, morsel_extent(map->order));
@@ -561,8 +567,8 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
  * GUP has its reference.  (The tree's own walk from its root would see a
  * PTE table that a clone's break put in place meanwhile: tree.c.)
  */
-static struct page *morsel_find_special_page(struct vm_area_struct *vma,
-					     unsigned long addr)
+struct page *morsel_find_special_page(struct vm_area_struct *vma,
+				      unsigned long addr)
 {
 	pgd_t *pgd = pgd_offset(vma->vm_mm, addr);
 	p4d_t *p4d = p4d_offset(pgd, addr);

@@ -2324,6 +2324,47 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 }
 
 /**
+ * morsel_entry_at - what maps byte offset @off at the PMD or the PTE level
+ * @level: 1: the entry of the PTE table of @off's 2 MiB, or its 2 MiB
+ *         leaf; 0: the leaf of @off's page (a page under a huge leaf
+ *         gets a PTE of its own)
+ *
+ * For mounted anonymous memory (anonmnt.c), which puts the one into a
+ * process PMD entry and copies the other into a process PTE.  The entries
+ * above it are then not on the hardware's walk, so the entry loses write
+ * (RW, and a leaf also Dirty) if any entry on the way to it is marked: a
+ * clone may share what lies below (a shared table's entries keep RW).
+ * The caller keeps the entry from changing as a fault does (the
+ * invalidate lock, and morsel_walk_lock on a cloned morsel).
+ * Return: the entry, or 0 (a hole, a failed page, a 1 GiB leaf at level
+ * 1, or an order below @level).
+ */
+mentry_t morsel_entry_at(struct morsel *m, u64 off, int level)
+{
+	bool shared = false;
+	mentry_t e;
+	int lvl = snapshot(m, &e);
+
+	if (level > lvl || off >= morsel_extent(lvl))
+		return 0;
+	e &= ~MPM_ROOT_ORDER_MASK;
+	/* The root is never shared; below it, as in morsel_mount_entry. */
+	for (; e && e != MORSEL_POISON && lvl > level; lvl--) {
+		if (lvl <= 2 && entry_huge(e))
+			break;
+		e = READ_ONCE(((mentry_t *)entry_va(e))[level_index(off, lvl)]);
+		shared |= e && entry_marked(e);
+	}
+	if (!e || e == MORSEL_POISON || (level && lvl != level))
+		return 0;
+	if (lvl != level)		/* a page of a huge leaf */
+		e = page_entry(leaf_page(e, off, lvl));
+	if (!shared)
+		return e;
+	return e & ~(entry_leaf(e, level) ? LEAF_MARKS : TABLE_MARKS);
+}
+
+/**
  * morsel_mount_entry - the entry that mounts @m's first @order extent
  *
  * A mapping of order @order (at most the morsel's) mounts the subtree that
