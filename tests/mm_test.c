@@ -122,6 +122,57 @@ static long status_kb(const char *key)
 	return kb;
 }
 
+/* The smaps field @key (kB) of the mapping that begins at @p, or -1. */
+static long smaps_kb(const void *p, const char *key)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long lo, hi;
+	char line[512];
+	long kb = -1;
+	int in = 0;
+	size_t n = strlen(key);
+
+	while (f && fgets(line, sizeof(line), f)) {
+		/* a header line: no field name parses as a range */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = lo == (unsigned long)p;
+			continue;
+		}
+		if (in && !strncmp(line, key, n) && line[n] == ':')
+			kb = atol(line + n + 1);
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Whether the VmFlags of the mapping that begins at @p hold @flag. */
+static int smaps_flag(const void *p, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long lo, hi;
+	char line[512], want[8];
+	int in = 0, found = 0;
+
+	snprintf(want, sizeof(want), " %s", flag);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "VmFlags:", 8)) {
+			line[strcspn(line, "\n")] = ' ';
+			strcat(line, " ");
+			if (in && strstr(line + 8, want) &&
+			    strstr(line + 8, want)[strlen(want)] == ' ')
+				found = 1;
+			in = 0;
+			continue;
+		}
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && lo == (unsigned long)p)
+			in = 1;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static int all_bytes(const unsigned char *p, size_t len, unsigned char c)
 {
 	size_t i;
@@ -151,9 +202,29 @@ FIXTURE(mm) {
 	long used0;
 };
 
+/*
+ * Every test of the fixture runs with both ways of mapping private
+ * memory: page by page (anon=paged, the default) and mounted 2 MiB at a
+ * time (anon=mounted, module/anonmnt.c).
+ */
+FIXTURE_VARIANT(mm) {
+	const char *opts;
+	int mounted;
+};
+
+FIXTURE_VARIANT_ADD(mm, paged) {
+	.opts = "size=256M",
+	.mounted = 0,
+};
+
+FIXTURE_VARIANT_ADD(mm, mounted) {
+	.opts = "size=256M,anon=mounted",
+	.mounted = 1,
+};
+
 FIXTURE_SETUP(mm)
 {
-	ASSERT_EQ(0, mount_instance(MDIR, "size=256M"))
+	ASSERT_EQ(0, mount_instance(MDIR, variant->opts))
 		TH_LOG("mount: %s", strerror(errno));
 	self->used0 = used();
 	ASSERT_EQ(0, morsel_memory_manager());
@@ -177,6 +248,9 @@ TEST_F(mm, anonymous_memory_is_a_morsel)
 	EXPECT_TRUE(from_instance(p, 4 * MiB));
 	perms_of(p, perm);
 	EXPECT_STREQ("rw-p", perm);
+	/* mounted memory is VM_MIXEDMAP ("mm"), page by page is not */
+	EXPECT_EQ(variant->mounted, smaps_flag(p, "mm"));
+	EXPECT_TRUE(smaps_flag(p, "af"));
 	EXPECT_TRUE(all_bytes(p, 4 * MiB, 0));
 	memset(p, 'a', 4 * MiB);
 	EXPECT_LE(self->used0 + 1024, used());
@@ -220,6 +294,93 @@ TEST_F(mm, fork_both_sides_write)
 	/* the child's copy went with it: what is left is ours alone */
 	EXPECT_EQ(0, munmap(p, 8 * MiB));
 	EXPECT_EQ(self->used0, used());
+}
+
+/*
+ * Both sides of a fork write, in memory that mounts nowhere (writable and
+ * executable: leaf copies only) and in memory whose 2 MiB do not line up
+ * with the addresses (a fixed address 1 MiB off): copies at the ends.
+ */
+TEST_F(mm, fork_copies_exec_and_unaligned)
+{
+	unsigned char *x = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE |
+				PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *r = anon(16 * MiB, MAP_PRIVATE), *u;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, x);
+	ASSERT_NE(MAP_FAILED, r);
+	u = (unsigned char *)(((uintptr_t)r + 2 * MiB) & ~(2 * MiB - 1)) + MiB;
+	u = mmap(u, 7 * MiB, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_NE(MAP_FAILED, u);
+	memset(x, 'x', 4 * MiB);
+	memset(u, 'u', 7 * MiB);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ok = all_bytes(x, 4 * MiB, 'x') && all_bytes(u, 7 * MiB, 'u');
+
+		memset(x + MiB, 'X', 2 * MiB);
+		memset(u, 'U', 4 * MiB);
+		ok = ok && all_bytes(x + MiB, 2 * MiB, 'X') &&
+		     all_bytes(u + 4 * MiB, 3 * MiB, 'u');
+		_exit(ok ? 0 : 1);
+	}
+	memset(u + 3 * MiB, 'P', 4 * MiB);
+	EXPECT_EQ(0, wait_status(pid));
+	EXPECT_TRUE(all_bytes(x, 4 * MiB, 'x'));
+	EXPECT_TRUE(all_bytes(u, 3 * MiB, 'u'));
+	EXPECT_TRUE(all_bytes(u + 3 * MiB, 4 * MiB, 'P'));
+	EXPECT_EQ(0, munmap(x, 4 * MiB));
+	EXPECT_EQ(0, munmap(r, 16 * MiB));
+	EXPECT_EQ(self->used0, used());
+}
+
+/*
+ * Walkers that enter the tables: clear_refs (accessed bits, and the
+ * soft-dirty clear, which takes write away from the leaves: writes go on
+ * afterwards), MADV_COLD and MADV_PAGEOUT (nothing to reclaim), and
+ * /proc/PID/mem, which goes through GUP, also after a fork.
+ */
+TEST_F(mm, walkers_and_gup)
+{
+	unsigned char *p = anon(4 * MiB, MAP_PRIVATE), buf[8];
+	char path[64];
+	pid_t pid;
+	int fd;
+
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 'w', 4 * MiB);
+	ASSERT_EQ(0, write_file("/proc/self/clear_refs", "1"));
+	ASSERT_EQ(0, write_file("/proc/self/clear_refs", "4"));
+	memset(p, 'W', 4 * MiB);
+	EXPECT_TRUE(all_bytes(p, 4 * MiB, 'W'));
+	EXPECT_EQ(0, madvise(p, 4 * MiB, MADV_COLD));
+	EXPECT_EQ(0, madvise(p, 2 * MiB, MADV_PAGEOUT));
+	EXPECT_TRUE(all_bytes(p, 4 * MiB, 'W'));
+	snprintf(path, sizeof(path), "/proc/%d/mem", getpid());
+	fd = open(path, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(8, pwrite(fd, "abcdefgh", 8, (uintptr_t)p + 3 * MiB));
+	EXPECT_EQ(0, memcmp(p + 3 * MiB, "abcdefgh", 8));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* a write through GUP into memory the fork shares */
+		int cfd = open("/proc/self/mem", O_RDWR);
+
+		if (cfd < 0 ||
+		    pwrite(cfd, "ABCDEFGH", 8, (uintptr_t)p + MiB) != 8)
+			_exit(2);
+		_exit(memcmp(p + MiB, "ABCDEFGH", 8) ? 1 : 0);
+	}
+	EXPECT_EQ(0, wait_status(pid));
+	EXPECT_TRUE(all_bytes(p + MiB, 8, 'W'));
+	ASSERT_EQ(8, pread(fd, buf, 8, (uintptr_t)p + 3 * MiB));
+	EXPECT_EQ(0, memcmp(buf, "abcdefgh", 8));
+	close(fd);
+	EXPECT_EQ(0, munmap(p, 4 * MiB));
 }
 
 /* Shared anonymous memory stays shared with the child, as shmem's. */
@@ -358,7 +519,8 @@ TEST_F(mm, mlock_and_munlock)
 	ASSERT_NE(MAP_FAILED, p);
 	lck = status_kb("VmLck");
 	ASSERT_EQ(0, mlock(p, 2 * MiB));
-	EXPECT_EQ(lck + 2048, status_kb("VmLck"));
+	/* mounted memory is VM_MIXEDMAP, which mlock never marks locked */
+	EXPECT_EQ(lck + (variant->mounted ? 0 : 2048), status_kb("VmLck"));
 	EXPECT_TRUE(all_bytes(p, 2 * MiB, 0));
 	memset(p, 'l', 2 * MiB);
 	ASSERT_EQ(0, munlock(p, 2 * MiB));
@@ -541,7 +703,14 @@ TEST_F(mm, proc_and_memcg_count_it)
 	p = anon(8 * MiB, MAP_PRIVATE);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 'r', 8 * MiB);
-	EXPECT_LE(rss + 8192, status_kb("VmRSS"));
+	/* mounted pages are in the mm's counters of no table of its own */
+	if (variant->mounted) {
+		EXPECT_GT(rss + 8192, status_kb("VmRSS"));
+	} else {
+		EXPECT_LE(rss + 8192, status_kb("VmRSS"));
+	}
+	/* smaps walks through the mounts and counts every 4 KiB page */
+	EXPECT_EQ(8192, smaps_kb(p, "Rss"));
 	munmap(p, 8 * MiB);
 	/* memcg: a child in a group of its own */
 	if (access(CG "/cgroup.controllers", F_OK))
@@ -568,6 +737,112 @@ TEST_F(mm, proc_and_memcg_count_it)
 	}
 	EXPECT_EQ(0, wait_status(pid));
 	rmdir(CG "/morsel-mm");
+}
+
+/*
+ * anon=mounted with 2 MiB leaves (huge=always): each is one PMD entry of
+ * the process.  Both sides of a fork write; MADV_DONTNEED inside a leaf,
+ * mprotect of a part of one and munmap of everything behave as Linux's.
+ */
+TEST(mounted_huge_leaves)
+{
+	unsigned char *p;
+	long used0;
+	pid_t pid;
+
+	ASSERT_EQ(0, mount_instance(MDIR, "size=256M,anon=mounted,huge=always"));
+	used0 = used();
+	ASSERT_EQ(0, morsel_set_memory_manager(MDIR));
+	p = anon(8 * MiB, MAP_PRIVATE);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, (uintptr_t)p & (2 * MiB - 1));
+	memset(p, 'h', 8 * MiB);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ok = all_bytes(p, 8 * MiB, 'h');
+
+		memset(p + MiB, 'c', 2 * MiB);
+		_exit(ok && all_bytes(p, MiB, 'h') &&
+		      all_bytes(p + MiB, 2 * MiB, 'c') &&
+		      all_bytes(p + 3 * MiB, 5 * MiB, 'h') ? 0 : 1);
+	}
+	memset(p + 2 * MiB, 'P', PG);
+	EXPECT_EQ(0, wait_status(pid));
+	EXPECT_TRUE(all_bytes(p, 2 * MiB, 'h'));
+	EXPECT_TRUE(all_bytes(p + 2 * MiB, PG, 'P'));
+	EXPECT_TRUE(all_bytes(p + 2 * MiB + PG, 6 * MiB - PG, 'h'));
+	ASSERT_EQ(0, madvise(p + 4 * MiB + 64 * KiB, 64 * KiB, MADV_DONTNEED));
+	EXPECT_TRUE(all_bytes(p + 4 * MiB + 64 * KiB, 64 * KiB, 0));
+	EXPECT_TRUE(all_bytes(p + 4 * MiB, 64 * KiB, 'h'));
+	ASSERT_EQ(0, mprotect(p + 6 * MiB + MiB, MiB, PROT_READ));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		p[6 * MiB] = 1;			/* still writable */
+		p[7 * MiB] = 1;			/* SIGSEGV */
+		_exit(0);
+	}
+	EXPECT_EQ(SIGSEGV, WTERMSIG(wait_status(pid)));
+	EXPECT_EQ('h', p[7 * MiB]);
+	p[6 * MiB] = 2;
+	EXPECT_EQ(0, munmap(p, 8 * MiB));
+	EXPECT_EQ(used0, used());
+	morsel_set_memory_manager(NULL);
+	umount2(MDIR, MNT_DETACH);
+}
+
+/*
+ * anon=: a remount changes how mappings made from then on are mapped, and
+ * /proc/mounts shows it; bad values and anon= with pmem= are refused.
+ * Mounted memory is VM_MIXEDMAP, which cannot grow in place: mremap
+ * without MREMAP_MAYMOVE gives ENOMEM where Linux would grow, and with it
+ * the mapping moves (kernel patch 13), its contents along.
+ */
+TEST(mounted_option_and_mremap_in_place)
+{
+	unsigned char *r, *p, *q;
+	char opts[512];
+
+	ASSERT_EQ(0, mount_instance(MDIR, "size=64M"));
+	proc_mount_opts(MDIR, opts, sizeof(opts));
+	EXPECT_EQ(NULL, strstr(opts, "anon=")) TH_LOG("%s", opts);
+	ASSERT_EQ(0, mount("none", MDIR, "morselfs", MS_REMOUNT,
+			   "anon=mounted"));
+	proc_mount_opts(MDIR, opts, sizeof(opts));
+	EXPECT_NE(NULL, strstr(opts, ",anon=mounted")) TH_LOG("%s", opts);
+	ASSERT_ERRNO(EINVAL, mount("none", MDIR, "morselfs", MS_REMOUNT,
+				   "anon=bogus"));
+	ASSERT_ERRNO(EINVAL, mount("none", "/tmp", "morselfs", 0,
+				   "pmem=/dev/pmem0,anon=mounted"));
+	/* 8 MiB of room, the first 2 MiB mapped under the memory manager */
+	r = mmap(NULL, 8 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	r = (unsigned char *)(((uintptr_t)r + 2 * MiB - 1) & ~(2 * MiB - 1));
+	ASSERT_EQ(0, munmap(r, 4 * MiB));
+	ASSERT_EQ(0, morsel_set_memory_manager(MDIR));
+	p = mmap(r, 2 * MiB, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ(r, p);
+	EXPECT_TRUE(smaps_flag(p, "mm"));
+	memset(p, 'g', 2 * MiB);
+	EXPECT_EQ(MAP_FAILED, mremap(p, 2 * MiB, 4 * MiB, 0));
+	EXPECT_EQ(ENOMEM, errno);
+	q = mremap(p, 2 * MiB, 4 * MiB, MREMAP_MAYMOVE);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_NE(p, q);
+	EXPECT_TRUE(all_bytes(q, 2 * MiB, 'g'));
+	EXPECT_TRUE(all_bytes(q + 2 * MiB, 2 * MiB, 0));
+	EXPECT_EQ(0, munmap(q, 4 * MiB));
+	/* back to page by page for what is mapped next */
+	ASSERT_EQ(0, mount("none", MDIR, "morselfs", MS_REMOUNT, "anon=paged"));
+	p = anon(2 * MiB, MAP_PRIVATE);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_FALSE(smaps_flag(p, "mm"));
+	EXPECT_TRUE(smaps_flag(p, "af"));
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+	morsel_set_memory_manager(NULL);
+	umount2(MDIR, MNT_DETACH);
 }
 
 /* size= caps the memory: past it a touch gets SIGBUS, as on tmpfs. */

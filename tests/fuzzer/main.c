@@ -3,7 +3,7 @@
  * tests/fuzzer: a seeded fuzzer for morselfs with an exact shadow model.
  *
  *   fuzz_bin [--seed S] [--ops N] [--procs P] [--trace] [--stats] [--lenient]
- *            [--mm] [--check-each]
+ *            [--mm | --mm-mounted] [--mm-2m] [--check-each]
  *
  * Run inside the VM (tests/fuzz wraps it; $MORSEL_MNT is a mounted
  * morselfs, $MORSEL_PAGING is 4 or 5).  P worker processes (default 4)
@@ -181,10 +181,10 @@ static const char *const huge_names[] = { "never", "always", "within_size", "adv
  * Remount the instance at @mnt with huge=@mode, keeping its mount flags.
  * Return: 0 or -errno.
  */
-static int set_inst_huge(const char *mnt, int mode)
+/* Remount the instance at @mnt with the one option @opt, keeping its flags. */
+static int set_inst_opt(const char *mnt, const char *opt)
 {
 	unsigned long flags = MS_REMOUNT;
-	char opt[32];
 	struct statvfs sv;
 
 	if (statvfs(mnt, &sv))
@@ -193,8 +193,15 @@ static int set_inst_huge(const char *mnt, int mode)
 	flags |= sv.f_flag & ST_NODEV ? MS_NODEV : 0;
 	flags |= sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0;
 	flags |= sv.f_flag & ST_NOATIME ? MS_NOATIME : 0;
-	snprintf(opt, sizeof(opt), "huge=%s", huge_names[mode]);
 	return mount(NULL, mnt, NULL, flags, opt) ? -errno : 0;
+}
+
+static int set_inst_huge(const char *mnt, int mode)
+{
+	char opt[32];
+
+	snprintf(opt, sizeof(opt), "huge=%s", huge_names[mode]);
+	return set_inst_opt(mnt, opt);
 }
 uint64_t max_bytes, task_max;
 char dir[256];
@@ -202,7 +209,8 @@ char *badbuf;		/* a PROT_NONE page: a bad user buffer */
 static uint8_t iobuf_s[WMAX * PG + PG], expbuf_s[WMAX * PG + PG],
 	wrbuf_s[WMAX * PG + PG];
 uint8_t *iobuf = iobuf_s, *expbuf = expbuf_s, *wrbuf = wrbuf_s;
-static int l5, stats, use_mm, check_each;
+static int l5, stats, use_mm, mm_mounted, mm_2m, check_each;
+#define MIB2	(2UL << 20)
 static uint64_t seed;
 
 /* ---- resets ---- */
@@ -504,7 +512,7 @@ static void print_stats(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fuzz [--seed S] [--ops N] [--procs P] [--trace] [--stats] [--lenient] [--mm] [--check-each]\n");
+	fprintf(stderr, "usage: fuzz [--seed S] [--ops N] [--procs P] [--trace] [--stats] [--lenient] [--mm | --mm-mounted] [--mm-2m] [--check-each]\n");
 	exit(2);
 }
 
@@ -537,6 +545,10 @@ int main(int argc, char **argv)
 			stats = 1;
 		} else if (!strcmp(argv[i], "--mm")) {
 			use_mm = 1;
+		} else if (!strcmp(argv[i], "--mm-mounted")) {
+			use_mm = mm_mounted = 1;
+		} else if (!strcmp(argv[i], "--mm-2m")) {
+			mm_2m = 1;
 		} else if (!strcmp(argv[i], "--check-each")) {
 			check_each = 1;
 		} else {
@@ -579,10 +591,18 @@ int main(int argc, char **argv)
 	}
 	printf("fuzz: seed %" PRIu64 ", %" PRIu64 " ops, %d procs, %d-level paging, huge=%s%s%s\n",
 	       seed, nops, nprocs, l5 ? 5 : 4, huge_names[inst_huge],
-	       lenient ? ", lenient" : "", use_mm ? ", workers under --mm" : "");
+	       lenient ? ", lenient" : "",
+	       mm_mounted ? ", workers under --mm-mounted" :
+	       use_mm ? ", workers under --mm" : "");
 	printf("fuzz: replay with: tests/fuzz --seed %" PRIu64 " --ops %" PRIu64
-	       " --procs %d%s%s\n", seed, nops, nprocs, lenient ? " --lenient" : "",
-	       use_mm ? " --mm" : "");
+	       " --procs %d%s%s%s\n", seed, nops, nprocs, lenient ? " --lenient" : "",
+	       mm_mounted ? " --mm-mounted" : use_mm ? " --mm" : "",
+	       mm_2m ? " --mm-2m" : "");
+	if (mm_mounted && set_inst_opt(mnt, "anon=mounted")) {
+		fprintf(stderr, "fuzz: remount %s with anon=mounted: %s\n", mnt,
+			strerror(errno));
+		return 2;
+	}
 	for (i = 0; i < 3; i++)
 		base[i] = counter(names[i]);
 	snprintf(dir, sizeof(dir), "%s/fuzz.%d", mnt, (int)getpid());
@@ -636,16 +656,23 @@ int main(int argc, char **argv)
 						mnt, strerror(-err));
 					_exit(2);
 				}
-				/* The I/O buffers: private memory from morsels. */
-				b = mmap(NULL, 3 * l, PROT_READ | PROT_WRITE,
+				/*
+				 * The I/O buffers: private memory from morsels;
+				 * with --mm-2m each at the start of 2 MiB of
+				 * its own (which anon=mounted mounts by one PMD
+				 * entry, and a fork shares by whole PTE tables).
+				 */
+				size_t step = mm_2m ? MIB2 : l;
+
+				b = mmap(NULL, 3 * step, PROT_READ | PROT_WRITE,
 					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-				if (b == MAP_FAILED) {
+				if (b == MAP_FAILED || l > MIB2) {
 					perror("fuzz: mmap under --mm");
 					_exit(2);
 				}
 				iobuf = b;
-				expbuf = b + l;
-				wrbuf = b + 2 * l;
+				expbuf = b + step;
+				wrbuf = b + 2 * step;
 			}
 			worker_main(i, per + ((uint64_t)i < nops % nprocs),
 				    hlimit);
@@ -720,6 +747,10 @@ int main(int argc, char **argv)
 	}
 	if (inst_huge != MORSEL_HUGE_NEVER && set_inst_huge(mnt, MORSEL_HUGE_NEVER)) {
 		printf("fuzz: MISMATCH remount huge=never: %s\n", strerror(errno));
+		bad++;
+	}
+	if (mm_mounted && set_inst_opt(mnt, "anon=paged")) {
+		printf("fuzz: MISMATCH remount anon=paged: %s\n", strerror(errno));
 		bad++;
 	}
 	printf("fuzz: %" PRIu64 " ops, seed %" PRIu64 ", %" PRIu64 " mismatches\n",
