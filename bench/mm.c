@@ -16,6 +16,9 @@
  *   ms from fork() to its return in the parent (the child exits at once).
  *   "linux-fork" copies the page tables; "morsel-fork" clones the file
  *   (O(PTE tables)) and zaps the parent's PTEs (O(pages)).
+ * - "mounted-base", "mounted-huge", "mounted-fork": the same with the
+ *   instance's anon=mounted (module/anonmnt.c): each 2 MiB is one PMD
+ *   entry of the process, so the fork clears O(2 MiB) entries.
  *
  * usage: mm [--quick]   (LEN: 4 GiB, or 64 MiB with --quick; 3 samples)
  */
@@ -46,14 +49,14 @@ static void write_file(const char *path, const char *s)
 		die(path, errno ? errno : EIO);
 }
 
-static void mount_mm(const char *huge)
+static void mount_mm(const char *huge, const char *anon)
 {
-	char opts[64];
+	char opts[80];
 
 	mkdir(MMDIR, 0755);
 	umount2(MMDIR, MNT_DETACH);
-	snprintf(opts, sizeof(opts), "size=%lluM,huge=%s",
-		 (unsigned long long)(len / (1 << 20)) * 2 + 64, huge);
+	snprintf(opts, sizeof(opts), "size=%lluM,huge=%s,anon=%s",
+		 (unsigned long long)(len / (1 << 20)) * 2 + 64, huge, anon);
 	if (mount("none", MMDIR, "morselfs", 0, opts))
 		die("mount " MMDIR, errno);
 }
@@ -131,14 +134,19 @@ int main(int argc, char **argv)
 	mib = len >> 20;
 	write_file("/sys/kernel/mm/transparent_hugepage/enabled", "madvise");
 	for (i = 0; i < 3; i++) {
-		mount_mm("never");
+		mount_mm("never", "paged");
 		emit("mm", "linux-base", mib, i, "ms", sample(0, 0, 0));
 		emit("mm", "morsel-base", mib, i, "ms", sample(1, 0, 0));
 		emit("mm", "linux-fork", mib, i, "ms", sample(0, 0, 1));
 		emit("mm", "morsel-fork", mib, i, "ms", sample(1, 0, 1));
-		mount_mm("always");
+		mount_mm("never", "mounted");
+		emit("mm", "mounted-base", mib, i, "ms", sample(1, 0, 0));
+		emit("mm", "mounted-fork", mib, i, "ms", sample(1, 0, 1));
+		mount_mm("always", "paged");
 		emit("mm", "linux-huge", mib, i, "ms", sample(0, 1, 0));
 		emit("mm", "morsel-huge", mib, i, "ms", sample(1, 1, 0));
+		mount_mm("always", "mounted");
+		emit("mm", "mounted-huge", mib, i, "ms", sample(1, 1, 0));
 		fflush(stdout);
 	}
 	umount2(MMDIR, MNT_DETACH);
