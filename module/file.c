@@ -453,7 +453,7 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 	 * file's own (its inside goes whole, to the other owners), or with
 	 * a mapping every table of it (tables of a mapped morsel stay).
 	 */
-	err = morsel_unshare(m, first, last, m->nr_maps ?
+	err = morsel_unshare(m, first, last, morsel_tables_mapped(m) ?
 			     MORSEL_UNSHARE_TABLES : MORSEL_UNSHARE_EDGES);
 	if (err) {
 		mutex_unlock(&m->lock);
@@ -465,7 +465,7 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end)
 		morsel_pm_set_word(inode, MORSEL_PM_FIELD(punch_end), last);
 		morsel_pm_set_word(inode, MORSEL_PM_FIELD(punch_start), first | 1);
 	}
-	if (m->nr_maps)
+	if (morsel_tables_mapped(m))
 		morsel_evict_mapped(m, inode->i_mapping, first, last);
 	else
 		morsel_free_range(m, first, last);

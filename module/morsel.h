@@ -221,6 +221,18 @@ struct morsel_map {
 	bool mounted;
 };
 
+/*
+ * Whether processes may reach @m's tables through their own entries: a
+ * shared mapping mounts them (mount.c), and mounted anonymous memory
+ * (anonmnt.c; never cleared).  Then its tables stay while it is mapped,
+ * and evictions clear leaves in place and flush the mappers before a page
+ * goes (tree.c morsel_evict_mapped).
+ */
+static inline bool morsel_tables_mapped(struct morsel *m)
+{
+	return m->nr_maps || READ_ONCE(m->anon_mounts);
+}
+
 /* The persistent device of @sb's instance, or NULL. */
 static inline struct morsel_pm *sb_pm(struct super_block *sb)
 {

@@ -194,7 +194,7 @@ static void fit(struct morsel *m, loff_t size)
 {
 	int order = wanted_order(m, size);
 
-	if (order >= 0 && order < m->order && !m->nr_maps)
+	if (order >= 0 && order < m->order && !morsel_tables_mapped(m))
 		morsel_set_order(m, order);
 }
 
@@ -277,7 +277,8 @@ int morsel_resize(struct inode *inode, loff_t size)
 	/* A clone's tables past the new size: as at a punch (file.c). */
 	if (!err && size < old)
 		err = morsel_unshare(m, round_down(size, PAGE_SIZE),
-				     morsel_extent(m->order), m->nr_maps ?
+				     morsel_extent(m->order),
+				     morsel_tables_mapped(m) ?
 				     MORSEL_UNSHARE_TABLES :
 				     MORSEL_UNSHARE_EDGES);
 	if (err)
@@ -289,7 +290,7 @@ int morsel_resize(struct inode *inode, loff_t size)
 	morsel_size_changed(inode);
 	if (size < old) {
 		morsel_zero_range(m, size, PAGE_ALIGN(size));
-		if (m->nr_maps)
+		if (morsel_tables_mapped(m))
 			morsel_evict_mapped(m, inode->i_mapping,
 					    PAGE_ALIGN(size),
 					    morsel_extent(m->order));

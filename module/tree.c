@@ -35,7 +35,8 @@
  *   race at the root entry itself starts again.
  * - Tables are freed (morsel_free_range, lowering the order,
  *   morsel_destroy) only with the inode lock and the invalidate lock held
- *   exclusively, m->lock held and no shared mapping (nr_maps == 0), after
+ *   exclusively, m->lock held and no mapping that mounts them
+ *   (morsel_tables_mapped() false), after
  *   every former mapping was unmounted and its TLB flushed: then no CPU
  *   walks the tree and nobody populates it.  Software
  *   walkers that run without locks (GUP-fast, perf's page-size walk, KVM's
