@@ -3,7 +3,8 @@
  * Global counters, read-only in /sys/fs/morselfs: pages (populated data
  * pages), tables (page-table pages owned by morsels), morsels (live
  * morsel objects) and mounts (mount entries written into processes since
- * the module was loaded); of 2 MiB leaves: huge (in trees now),
+ * the module was loaded); of 2 MiB leaves: huge (in trees now; a leaf
+ * clones share counts in each, tree.c: tally_apply),
  * huge_fallbacks (a 2 MiB leaf was wanted and 4 KiB pages came instead:
  * no free block, or no charge), huge_splits and huge_collapses (since the
  * module was loaded); of 1 GiB leaves: huge1g (in trees now), huge1g_free

@@ -318,17 +318,24 @@ static void page_release(struct morsel *m, struct page *page)
 static bool page_leave(struct page *page);
 
 /*
- * A page leaves @m's tree (its leaf cleared and flushed): released, unless
- * another tree still owns it (a clone), which keeps it and its charge.
+ * @m lets go of @page, which it no longer counts (its leaf is cleared and
+ * flushed): released, unless another tree still owns it (a clone), which
+ * keeps it and its charge.
  */
+static void page_dropped(struct morsel *m, struct page *page)
+{
+	if (page_leave(page))
+		return;
+	page_release(m, page);
+	atomic_long_dec(&morsel_stat_pages);
+	morsel_uncharge(m, 1);
+}
+
+/* A page leaves @m's tree. */
 static void page_gone(struct morsel *m, struct page *page)
 {
-	if (page_leave(page)) {
-		atomic_long_dec(&m->nr_pages);
-		return;
-	}
-	page_release(m, page);
-	pages_added(m, -1);
+	atomic_long_dec(&m->nr_pages);
+	page_dropped(m, page);
 }
 
 /* A leaf goes: a page's is released, a poisoned one had nothing left. */
@@ -500,14 +507,19 @@ static void tally_add(struct tally *t, mentry_t e, int level)
 		tally_add(t, READ_ONCE(table[i]), level - 1);
 }
 
-/* Add (@sign 1) or take away (-1) @t from @m's own counters only. */
+/*
+ * Add (@sign 1) or take away (-1) @t from @m's counters: pages and tables
+ * are @m's alone (the totals count them once), huge leaves also in the
+ * totals, which count leaves in trees, a shared one in each (a split on
+ * one side leaves the other's leaf whole).
+ */
 static void tally_apply(struct morsel *m, const struct tally *t, int sign)
 {
 	int i;
 
 	atomic_long_add(sign * t->pages, &m->nr_pages);
-	atomic_long_add(sign * t->huge, &m->nr_huge);
-	atomic_long_add(sign * t->huge1g, &m->nr_huge1g);
+	huge_added(m, 1, sign * t->huge);
+	huge_added(m, 2, sign * t->huge1g);
 	for (i = 0; i < MORSEL_TABLE_LEVELS; i++)
 		atomic_long_add(sign * t->tables[i], &m->nr_tables[i]);
 }
@@ -1539,13 +1551,10 @@ static void unshare_finish(struct morsel *m, struct unshare *u, u64 start,
 	if (!start && (!m->order || morsel_order0_mapped(m)))
 		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
 	morsel_flush_mappers_tables(m, start, end, u->table);
+	/* A copy replaced each; the other owner may have gone meanwhile. */
 	for (i = 0; i < u->nr; i++) {
 		entry_unprotect(u->slot[i], 0);
-		if (!page_leave(u->old[i])) {	/* the other owner went */
-			page_release(m, u->old[i]);
-			atomic_long_dec(&morsel_stat_pages);
-			morsel_uncharge(m, 1);
-		}
+		page_dropped(m, u->old[i]);
 	}
 	u->nr = 0;
 	if (u->table) {
@@ -1554,12 +1563,17 @@ static void unshare_finish(struct morsel *m, struct unshare *u, u64 start,
 		if (atomic_add_unless(table_owners(old), -1, 0)) {
 			atomic_long_dec(&m->nr_tables[0]);
 		} else {
-			/* The last owner: its children are the copy's now. */
+			/*
+			 * The last owner (the others went since the break):
+			 * each child gives back the owner the copy took,
+			 * and one a copy replaced (and gave back above)
+			 * goes with this table, unless a clone holds it.
+			 */
 			for (i = 0; i < PTRS_PER_PTE; i++) {
 				mentry_t x = READ_ONCE(old[i]);
 
 				if (x && x != MORSEL_POISON)
-					page_leave(entry_page(x));
+					page_dropped(m, entry_page(x));
 				WRITE_ONCE(old[i], 0);
 			}
 			table_free(m, old, 1, true);
