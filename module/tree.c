@@ -2311,6 +2311,10 @@ int morsel_set_order(struct morsel *m, unsigned int order)
 		int err = morsel_unshare(m, 0, morsel_extent(order) + PAGE_SIZE,
 					 MORSEL_UNSHARE_EDGES);
 
+		/* Nor may it be shared: the PTE table of offset 0 is ours. */
+		if (!err && order < 2)
+			err = morsel_unshare(m, 0, PAGE_SIZE,
+					     MORSEL_UNSHARE_TABLES);
 		if (!err && order < 3)
 			err = morsel_split(m, 0, max(order, 1U));
 		if (err)

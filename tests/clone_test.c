@@ -528,6 +528,65 @@ TEST_F(inst, fallocate_past_the_end_of_a_shared_table)
 }
 
 /*
+ * A truncate that lowers the order makes the PTE table of offset 0 (or its
+ * first page) the new root: a table the clone still shares must become
+ * the truncated side's own first, or both trees would lose its entry 0
+ * and its pages would outlive both files.  Found by the fuzzer (--mm
+ * --mm-2m, forks of 2 MiB aligned buffers): pages and 2 MiB leaves were
+ * left counted after both files were gone.
+ */
+TEST(truncate_to_one_table_of_a_clone)
+{
+	static const uint64_t sizes[] = { 2 * MiB, MiB + 5, 100 };
+	long pages0, huge0, tables0;
+	int side, i, huge;
+
+	ASSERT_EQ(0, mount_instance(CDIR, "size=1G,huge=always"));
+	pages0 = counter(_metadata, "pages");
+	huge0 = counter(_metadata, "huge");
+	tables0 = counter(_metadata, "tables");
+	for (huge = 0; huge < 2; huge++)
+	for (side = 0; side < 2; side++)
+	for (i = 0; i < (int)ARRAY_SIZE(sizes); i++) {
+		struct morsel_huge h = {
+			.mode = huge ? MORSEL_HUGE_ALWAYS : MORSEL_HUGE_NEVER };
+		int a = open_new("a"), b = open_new("b"), cut, kept;
+
+		ASSERT_LE(0, a);
+		ASSERT_LE(0, b);
+		ASSERT_EQ(0, ioctl(a, MORSEL_IOC_SET_HUGE, &h));
+		ASSERT_EQ(0, ioctl(b, MORSEL_IOC_SET_HUGE, &h));
+		ASSERT_EQ(0, ftruncate(a, 6 * MiB));
+		fill(_metadata, a, 0, 6 * MiB, 1);
+		EXPECT_EQ(huge ? 3 : 0, st(_metadata, a).huge);
+		ASSERT_EQ(0, clone_file(a, b));
+		cut = side ? b : a;
+		kept = side ? a : b;
+		ASSERT_EQ(0, ftruncate(cut, sizes[i]));
+		EXPECT_EQ(sizes[i] > PG ? 1 : 0, st(_metadata, cut).order);
+		EXPECT_TRUE(holds(kept, 0, 6 * MiB, 1, 0))
+			TH_LOG("%s side cut to %llu bytes (%s)",
+			       side ? "destination" : "source",
+			       (unsigned long long)sizes[i],
+			       huge ? "2 MiB leaves" : "4 KiB pages");
+		EXPECT_TRUE(holds(cut, 0, sizes[i], 1, 0));
+		/* The cut side writes its own copy; the other keeps its own. */
+		fill(_metadata, cut, 0, sizes[i], 2);
+		EXPECT_TRUE(holds(kept, 0, 6 * MiB, 1, 0));
+		fill(_metadata, kept, 0, PG, 3);
+		EXPECT_TRUE(holds(cut, 0, sizes[i], 2, 0));
+		close(a);
+		close(b);
+		ASSERT_EQ(0, unlink(cpath("a")));
+		ASSERT_EQ(0, unlink(cpath("b")));
+		EXPECT_EQ(pages0, counter(_metadata, "pages"));
+		EXPECT_EQ(huge0, counter(_metadata, "huge"));
+		EXPECT_EQ(tables0, counter(_metadata, "tables"));
+	}
+	umount2(CDIR, 0);
+}
+
+/*
  * A write to a shared page needs a page of its own: at size= it is ENOSPC
  * for write(2) and SIGBUS for a mapping (as XFS's ENOSPC on a reflinked
  * file), and nothing changes on either side.
