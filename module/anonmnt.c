@@ -257,11 +257,7 @@ static vm_fault_t anonmnt_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct inode *inode = file_inode(vma->vm_file);
-	struct morsel *m = inode->i_private;
-	unsigned long addr = vmf->address & PAGE_MASK;
-	u64 off = vma_off(vma, addr);
-	int hint = morsel_vma_hint(vma), err = 0, idx;
-	struct page *page;
+	u64 off = vma_off(vma, vmf->address & PAGE_MASK);
 	vm_fault_t ret;
 
 	/* Only a forced GUP (ptrace) of a PROT_NONE VMA gets here. */
@@ -274,28 +270,9 @@ static vm_fault_t anonmnt_fault(struct vm_fault *vmf)
 			return ret;
 	}
 	filemap_invalidate_lock_shared(inode->i_mapping);
-	idx = srcu_read_lock(&morsel_walk_srcu);
-	if (READ_ONCE(m->cow)) {
-		srcu_read_unlock(&morsel_walk_srcu, idx);
-		morsel_walk_lock(m);
-		page = morsel_get(m, off, hint, vmf->flags & FAULT_FLAG_WRITE);
-		if (!IS_ERR(page))
-			err = map_at(vma, addr, off);
-		morsel_walk_unlock(m);
-	} else {
-		page = morsel_populate(m, off, hint);
-		if (!IS_ERR(page))
-			err = map_at(vma, addr, off);
-		srcu_read_unlock(&morsel_walk_srcu, idx);
-	}
+	ret = morsel_fault_in(vmf, inode->i_private, off, map_at);
 	filemap_invalidate_unlock_shared(inode->i_mapping);
-	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
-		return VM_FAULT_SIGBUS;		/* size= reached, as tmpfs */
-	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON)
-		return VM_FAULT_HWPOISON;
-	if (IS_ERR(page) || err == -ENOMEM)
-		return VM_FAULT_OOM;
-	return err ? VM_FAULT_SIGBUS : VM_FAULT_NOPAGE;
+	return ret;
 }
 
 /*

@@ -179,7 +179,7 @@ static unsigned long morsel_mmap_len(struct file *file, unsigned long len,
 	unsigned int order = READ_ONCE(file_morsel(file)->order);
 	int want = morsel_order_for_size(len);
 
-	if (!mounted_mmap(flags, pgoff) || file_morsel(file)->anon)
+	if (!mounted_mmap(flags, pgoff))
 		return len;
 	if (want < 0 || want > morsel_max_order())
 		return -EINVAL;
@@ -661,22 +661,26 @@ static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasyn
 	return morsel_writeback_inode(file_inode(file), start, (u64)end + 1);
 }
 
+/* What every morselfs file does, ->mmap_len aside. */
+#define MORSEL_FILE_OPS						\
+	.owner = THIS_MODULE,					\
+	.open = morsel_file_open,				\
+	.llseek = morsel_llseek,				\
+	.read_iter = morsel_read_iter,				\
+	.write_iter = morsel_write_iter,			\
+	.splice_read = copy_splice_read,			\
+	.splice_write = iter_file_splice_write,			\
+	.mmap = morsel_mmap,					\
+	.get_unmapped_area = morsel_get_unmapped_area,		\
+	.fallocate = morsel_fallocate,				\
+	.remap_file_range = morsel_remap_file_range,		\
+	.unlocked_ioctl = morsel_ioctl,				\
+	.compat_ioctl = compat_ptr_ioctl,			\
+	.fsync = morsel_fsync
+
 const struct file_operations morsel_fops = {
-	.owner = THIS_MODULE,
-	.open = morsel_file_open,
-	.llseek = morsel_llseek,
-	.read_iter = morsel_read_iter,
-	.write_iter = morsel_write_iter,
-	.splice_read = copy_splice_read,
-	.splice_write = iter_file_splice_write,
-	.mmap = morsel_mmap,
+	MORSEL_FILE_OPS,
 	.mmap_len = morsel_mmap_len,
-	.get_unmapped_area = morsel_get_unmapped_area,
-	.fallocate = morsel_fallocate,
-	.remap_file_range = morsel_remap_file_range,
-	.unlocked_ioctl = morsel_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.fsync = morsel_fsync,
 };
 
 /*
@@ -685,18 +689,5 @@ const struct file_operations morsel_fops = {
  * morsel's rounded length, which anonymous memory never has.
  */
 const struct file_operations morsel_anon_fops = {
-	.owner = THIS_MODULE,
-	.open = morsel_file_open,
-	.llseek = morsel_llseek,
-	.read_iter = morsel_read_iter,
-	.write_iter = morsel_write_iter,
-	.splice_read = copy_splice_read,
-	.splice_write = iter_file_splice_write,
-	.mmap = morsel_mmap,
-	.get_unmapped_area = morsel_get_unmapped_area,
-	.fallocate = morsel_fallocate,
-	.remap_file_range = morsel_remap_file_range,
-	.unlocked_ioctl = morsel_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-	.fsync = morsel_fsync,
+	MORSEL_FILE_OPS,
 };

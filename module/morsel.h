@@ -310,6 +310,9 @@ void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
 bool morsel_top_level_mount(unsigned int order);
 struct page *morsel_find_special_page(struct vm_area_struct *vma,
 				      unsigned long addr);
+vm_fault_t morsel_fault_in(struct vm_fault *vmf, struct morsel *m, u64 off,
+			   int (*install)(struct vm_area_struct *vma,
+					  unsigned long addr, u64 off));
 
 /*
  * What a mount entry can express (mount.c): it reads whenever it exists,

@@ -445,13 +445,58 @@ void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
 	}
 }
 
+/**
+ * morsel_fault_in - populate the page at @off of @m for a fault at @addr
+ * of @vma and let @install put it into the process's tables
+ *
+ * A clone's tree is walked under m->lock (tree.c): a write fault there
+ * gives this morsel its own copy of what it writes.  A clone that starts
+ * meanwhile waits for this walk (morsel_walk_srcu).  For ->pgtable_fault
+ * of mounted files and of mounted anonymous memory (anonmnt.c).
+ * Return: the fault's answer (size= reached is SIGBUS, as on tmpfs).
+ */
+vm_fault_t morsel_fault_in(struct vm_fault *vmf, struct morsel *m, u64 off,
+			   int (*install)(struct vm_area_struct *vma,
+					  unsigned long addr, u64 off))
+{
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	int hint = morsel_vma_hint(vma), err = 0, idx;
+	struct page *page;
+
+	idx = srcu_read_lock(&morsel_walk_srcu);
+	if (READ_ONCE(m->cow)) {
+		srcu_read_unlock(&morsel_walk_srcu, idx);
+		morsel_walk_lock(m);
+		page = morsel_get(m, off, hint, vmf->flags & FAULT_FLAG_WRITE);
+		if (!IS_ERR(page))
+			err = install(vma, addr, off);
+		morsel_walk_unlock(m);
+	} else {
+		page = morsel_populate(m, off, hint);
+		if (!IS_ERR(page))
+			err = install(vma, addr, off);
+		srcu_read_unlock(&morsel_walk_srcu, idx);
+	}
+	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
+		return VM_FAULT_SIGBUS;
+	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON)
+		return VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
+	if (IS_ERR(page) || err == -ENOMEM)
+		return VM_FAULT_OOM;
+	return err ? VM_FAULT_SIGBUS : VM_FAULT_NOPAGE;
+}
+
+/* A fault mounts the whole extent, wherever it fell. */
+static int mount_for(struct vm_area_struct *vma, unsigned long addr, u64 off)
+{
+	return mount(vma);
+}
+
 static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct morsel *m = vma_morsel(vma);
 	u64 off = vmf->address - vma->vm_start;
-	int hint = morsel_vma_hint(vma), err = 0, idx;
-	struct page *page;
 
 	if (off >= PAGE_ALIGN(i_size_read(file_inode(vma->vm_file))))
 		return VM_FAULT_SIGBUS;
@@ -461,34 +506,8 @@ static vm_fault_t morsel_pgtable_fault(struct vm_fault *vmf)
 	 */
 	if (!morsel_vma_mounts(vma->vm_flags))
 		return VM_FAULT_SIGBUS;
-	/*
-	 * A clone's tree is walked under m->lock (tree.c): a write fault
-	 * there gives this morsel its own copy of what it writes.  A clone
-	 * that starts meanwhile waits for this walk (morsel_walk_srcu).
-	 */
-	idx = srcu_read_lock(&morsel_walk_srcu);
-	if (READ_ONCE(m->cow)) {
-		srcu_read_unlock(&morsel_walk_srcu, idx);
-		morsel_walk_lock(m);
-		page = morsel_get(m, off, hint, vmf->flags & FAULT_FLAG_WRITE);
-		if (!IS_ERR(page))
-			err = mount(vma);
-		morsel_walk_unlock(m);
-	} else {
-		page = morsel_populate(m, off, hint);
-		if (!IS_ERR(page))
-			err = mount(vma);
-		srcu_read_unlock(&morsel_walk_srcu, idx);
-	}
-	if (PTR_ERR_OR_ZERO(page) == -ENOSPC)
-		return VM_FAULT_SIGBUS;		/* size= reached, as tmpfs */
-	if (PTR_ERR_OR_ZERO(page) == -EHWPOISON)
-		return VM_FAULT_HWPOISON;	/* SIGBUS, BUS_MCEERR_AR */
-	if (IS_ERR(page))
-		return VM_FAULT_OOM;
-	if (err == -ENOMEM)
-		return VM_FAULT_OOM;
-	return err ? VM_FAULT_SIGBUS : VM_FAULT_NOPAGE;
+	return morsel_fault_in(vmf, vma_morsel(vma), off & PAGE_MASK,
+			       mount_for);
 }
 
 /*

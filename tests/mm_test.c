@@ -122,55 +122,52 @@ static long status_kb(const char *key)
 	return kb;
 }
 
-/* The smaps field @key (kB) of the mapping that begins at @p, or -1. */
-static long smaps_kb(const void *p, const char *key)
+/*
+ * The line "@key: ..." of the /proc/self/smaps entry of the mapping that
+ * begins at @p, into @line (without its newline), or NULL.
+ */
+static char *smaps_line(const void *p, const char *key, char *line, int size)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	unsigned long lo, hi;
-	char line[512];
-	long kb = -1;
-	int in = 0;
 	size_t n = strlen(key);
+	char *got = NULL;
+	int in = 0;
 
-	while (f && fgets(line, sizeof(line), f)) {
+	while (f && !got && fgets(line, size, f)) {
 		/* a header line: no field name parses as a range */
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
 			in = lo == (unsigned long)p;
-			continue;
-		}
-		if (in && !strncmp(line, key, n) && line[n] == ':')
-			kb = atol(line + n + 1);
+		else if (in && !strncmp(line, key, n) && line[n] == ':')
+			got = line;
 	}
 	if (f)
 		fclose(f);
-	return kb;
+	if (got)
+		line[strcspn(line, "\n")] = 0;
+	return got;
 }
 
-/* Whether the VmFlags of the mapping that begins at @p hold @flag. */
+/* Field @key of that entry in kB, or -1. */
+static long smaps_kb(const void *p, const char *key)
+{
+	char line[512];
+
+	return smaps_line(p, key, line, sizeof(line)) ?
+	       atol(line + strlen(key) + 1) : -1;
+}
+
+/* Whether its VmFlags hold @flag. */
 static int smaps_flag(const void *p, const char *flag)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	unsigned long lo, hi;
-	char line[512], want[8];
-	int in = 0, found = 0;
+	char line[512], *w;
 
-	snprintf(want, sizeof(want), " %s", flag);
-	while (f && fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "VmFlags:", 8)) {
-			line[strcspn(line, "\n")] = ' ';
-			strcat(line, " ");
-			if (in && strstr(line + 8, want) &&
-			    strstr(line + 8, want)[strlen(want)] == ' ')
-				found = 1;
-			in = 0;
-			continue;
-		}
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && lo == (unsigned long)p)
-			in = 1;
-	}
-	if (f)
-		fclose(f);
-	return found;
+	if (!smaps_line(p, "VmFlags", line, sizeof(line)))
+		return 0;
+	for (w = strtok(line + 8, " "); w; w = strtok(NULL, " "))
+		if (!strcmp(w, flag))
+			return 1;
+	return 0;
 }
 
 static int all_bytes(const unsigned char *p, size_t len, unsigned char c)
