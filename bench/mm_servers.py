@@ -5,10 +5,12 @@ items 2 and 3): memcached under memcaslap, and redis's BGSAVE.
 usage: bench/mm_servers.py [--quick] [--runs N]
 
 Runs in the VM as root (bench/all).  Every sample starts a fresh server,
-once as Linux runs it and once under `morsel run --mm DIR` (DIR on a
-morselfs instance of its own, huge=never), alternating, and checks where
-its memory came from: the morsel run's server must map morsels ("af" in
-its smaps VmFlags: patch 13's VM_ANON_FILE), the Linux one none.
+as Linux runs it and under `morsel run --mm DIR` (DIR on a morselfs
+instance of its own, huge=never) with anon=paged ("morsel") and with
+anon=mounted ("mounted", a remount between samples), in an order that
+rotates, and checks where its memory came from: a morsel run's server
+must map morsels ("af" in its smaps VmFlags: patch 13's VM_ANON_FILE,
+and for anon=mounted "mm", VM_MIXEDMAP), the Linux one none.
 
 - memcached (Debian's, -t 2 -m 1024, TCP on loopback), driven by
   memcaslap (Debian's libmemcached-tools: -T 2, -c 32 connections with
@@ -26,7 +28,8 @@ its smaps VmFlags: patch 13's VM_ANON_FILE), the Linux one none.
   read) and the save must report ok, or the run fails.
 
 Prints "csv,mmsrv,VARIANT,PARAM,ITERATION,METRIC,VALUE" (bench/run's
-format; VARIANT linux-get, morsel-get, ..., linux-redis, morsel-redis;
+format; VARIANT linux-get, morsel-get, mounted-get, ..., linux-redis,
+morsel-redis, mounted-redis;
 PARAM the data set in MiB).  Under TCG the loopback clients and the
 server share two emulated vCPUs: absolute rates mean little, the
 ratios are what bench/report shows.
@@ -48,6 +51,7 @@ WORK = "/tmp/bench-mmsrv-work"
 MC_PORT = 22122
 REDIS_PORT = 22123
 MIXES = {"get": (0.0, 1.0), "mix": (0.5, 0.5), "set": (1.0, 0.0)}
+SIDES = ("linux", "morsel", "mounted")
 
 
 def die(msg):
@@ -75,28 +79,39 @@ def wait_port(port, proc, what):
     die(f"{what} did not listen on port {port} within 60 s")
 
 
-def start(morsel, argv, port, what):
-    if morsel:
+def use_side(side):
+    """Remount the memory manager's instance for @side's anon= mode."""
+    if side != "linux":
+        mode = "mounted" if side == "mounted" else "paged"
+        subprocess.run(["mount", "-o", f"remount,anon={mode}", MMDIR], check=True)
+
+
+def start(side, argv, port, what):
+    use_side(side)
+    if side != "linux":
         argv = [MORSEL, "run", "--mm", MMDIR, "--"] + argv
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(f"{WORK}/{what}.err", "w"))
     wait_port(port, proc, what)
     return proc
 
 
-def anon_file_vmas(pid):
+def anon_file_vmas(pid, flag="af"):
     n = 0
     with open(f"/proc/{pid}/smaps") as f:
         for line in f:
-            if line.startswith("VmFlags:") and "af" in line.split()[1:]:
+            flags = line.split()[1:] if line.startswith("VmFlags:") else ()
+            if "af" in flags and flag in flags:
                 n += 1
     return n
 
 
-def check_manager(proc, morsel, what):
+def check_manager(proc, side, what):
     n = anon_file_vmas(proc.pid)
-    if morsel and n == 0:
+    if side != "linux" and n == 0:
         die(f"{what} under morsel run maps no morsel (no 'af' VMA in its smaps)")
-    if not morsel and n:
+    if side == "mounted" and not anon_file_vmas(proc.pid, "mm"):
+        die(f"{what} under anon=mounted has no mounted ('mm') morsel VMA")
+    if side == "linux" and n:
         die(f"{what} without a memory manager maps {n} morsel VMAs")
 
 
@@ -109,19 +124,19 @@ def stop(proc):
         proc.wait()
 
 
-def memcached_sample(morsel, mix, ops, conns, window):
+def memcached_sample(side, mix, ops, conns, window):
     setp, getp = MIXES[mix]
     cfg = f"{WORK}/memcaslap-{mix}.cfg"
     with open(cfg, "w") as f:
         f.write(f"key\n64 64 1\nvalue\n1024 1024 1\ncmd\n0 {setp}\n1 {getp}\n")
-    srv = start(morsel, ["memcached", "-u", "root", "-t", "2", "-m", "1024", "-U", "0",
+    srv = start(side, ["memcached", "-u", "root", "-t", "2", "-m", "1024", "-U", "0",
                          "-l", "127.0.0.1", "-p", str(MC_PORT)], MC_PORT, "memcached")
     try:
         out = subprocess.run(["memcaslap", "-s", f"127.0.0.1:{MC_PORT}", "-T", "2",
                               "-c", str(conns), "-w", f"{window // 1000}k", "-x", str(ops), "-F", cfg],
                              capture_output=True, text=True,
                              timeout=1800)
-        check_manager(srv, morsel, "memcached")
+        check_manager(srv, side, "memcached")
     finally:
         stop(srv)
     m = re.search(r"TPS: (\d+)", out.stdout)
@@ -143,11 +158,11 @@ def info(section):
                 if ":" in line)
 
 
-def redis_sample(morsel, keys):
+def redis_sample(side, keys):
     d = f"{WORK}/redis"
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    srv = start(morsel, ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1",
+    srv = start(side, ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1",
                          "--save", "", "--appendonly", "no", "--dir", d,
                          "--enable-debug-command", "yes", "--daemonize", "no"],
                 REDIS_PORT, "redis-server")
@@ -180,7 +195,7 @@ def redis_sample(morsel, keys):
         if p["rdb_last_bgsave_status"].strip() != "ok":
             die(f"BGSAVE failed: {p}")
         fork_usec = int(info("stats")["latest_fork_usec"])
-        check_manager(srv, morsel, "redis-server")
+        check_manager(srv, side, "redis-server")
     finally:
         if writer:
             writer.kill()
@@ -212,14 +227,16 @@ def main():
     redis_mib = keys * 1000 >> 20
     try:
         for it in range(runs):
+            # Each iteration starts with another side.
+            order = SIDES[it % 3:] + SIDES[:it % 3]
             for mix in MIXES:
-                for morsel in (it % 2 == 1, it % 2 == 0):
-                    v = f"{'morsel' if morsel else 'linux'}-{mix}"
-                    print(f"csv,mmsrv,{v},{mc_mib},{it},tps,{memcached_sample(morsel, mix, ops, conns, window)}",
+                for side in order:
+                    v = f"{side}-{mix}"
+                    print(f"csv,mmsrv,{v},{mc_mib},{it},tps,{memcached_sample(side, mix, ops, conns, window)}",
                           flush=True)
-            for morsel in (it % 2 == 1, it % 2 == 0):
-                v = f"{'morsel' if morsel else 'linux'}-redis"
-                fork_usec, ms, written = redis_sample(morsel, keys)
+            for side in order:
+                v = f"{side}-redis"
+                fork_usec, ms, written = redis_sample(side, keys)
                 print(f"csv,mmsrv,{v},{redis_mib},{it},fork_usec,{fork_usec}")
                 print(f"csv,mmsrv,{v},{redis_mib},{it},bgsave_ms,{ms:.1f}")
                 print(f"# {v}: {written} commands from the writer during the save", flush=True)
