@@ -19,8 +19,9 @@
  *
  * The kernel patch gives us two hooks (vm_ops->pgtable_fault and
  * ->pgtable_unmount); with them no generic walker ever enters the morsel:
- * - mmap: morsel_map_vma() mounts at once, so a populated morsel takes no
- *   fault at all.
+ * - mmap: morsel_map_vma() has task work mount the VMA as mmap returns
+ *   (once the VMA is where evictions and clones find it), so a populated
+ *   morsel takes no fault at all.
  * - fault (fork children, after mremap, an empty morsel before its first
  *   page, which brings the root of a volatile one: tree.c):
  *   our handler replaces the generic walk.  It allocates the process
@@ -71,12 +72,15 @@
  * Private VMAs, and shared ones at an offset, are ordinary file mappings
  * (file.c) and are not on the list.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/pgtable.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/srcu.h>
+#include <linux/task_work.h>
 #include <asm/tlbflush.h>
 
 #include "morsel.h"
@@ -346,18 +350,79 @@ static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
 	return 0;
 }
 
+/* A mount that mmap asked for, made as the task returns to user space. */
+struct mount_work {
+	struct callback_head work;
+	struct mm_struct *mm;
+	struct file *file;	/* keeps the instance, and so the module */
+	unsigned long start;
+};
+
+/*
+ * Mount the VMA that mmap made at @start, now that mmap_region() linked it
+ * into the file's i_mmap (tree.c's evictions and clone.c unmount what they
+ * find there; ->mmap runs before the link).  The VMA may have gone or been
+ * replaced meanwhile: whatever morsel VMA starts there is mounted as a
+ * fault would mount it, and none is no error.
+ */
+static void mount_after_mmap(struct callback_head *work)
+{
+	struct mount_work *mw = container_of(work, struct mount_work, work);
+	struct mm_struct *mm = mw->mm;
+	struct vm_area_struct *vma;
+
+	if (mmget_not_zero(mm)) {
+		if (!mmap_read_lock_killable(mm)) {
+			vma = vma_lookup(mm, mw->start);
+			if (vma && vma->vm_start == mw->start &&
+			    vma->vm_file == mw->file &&
+			    vma->vm_ops == &morsel_vm_ops &&
+			    i_size_read(file_inode(vma->vm_file)) &&
+			    morsel_vma_mounts(vma->vm_flags)) {
+				struct morsel *m = vma_morsel(vma);
+				int idx = srcu_read_lock(&morsel_walk_srcu);
+
+				if (READ_ONCE(m->cow)) {
+					srcu_read_unlock(&morsel_walk_srcu, idx);
+					morsel_walk_lock(m);
+					mount(vma);
+					morsel_walk_unlock(m);
+				} else {
+					mount(vma);
+					srcu_read_unlock(&morsel_walk_srcu, idx);
+				}
+			}
+			mmap_read_unlock(mm);
+		}
+		mmput(mm);
+	}
+	mmdrop(mm);
+	fput(mw->file);		/* the last one is put after this returns */
+	kfree(mw);
+}
+
 /**
- * morsel_map_vma - set up a new VMA of @m and mount it
+ * morsel_map_vma - set up a new VMA of @m and have it mounted
  *
  * Called by ->mmap with mmap_lock held for writing; the VMA is not yet in
- * the mm's tree, but mmap_region() no longer fails after ->mmap succeeds,
- * and unmap_region() (which calls ->pgtable_unmount) undoes it if it did.
- * A failed mount is not an error: the first fault retries it.  A PROT_NONE
- * VMA is not mounted (no entry can take away read).  An empty
- * file is not mounted: for order 0 the mount entry is the page itself, and
- * a page that a failed write left (file.c: trim_past_size can only zero it
- * while the morsel is mapped) must not be reachable past the size without
- * SIGBUS; the fault handler mounts once the file has grown.
+ * the mm's tree nor in the file's i_mmap, but mmap_region() no longer
+ * fails after ->mmap succeeds, and unmap_region() (which calls
+ * ->pgtable_unmount) undoes it if it did.
+ *
+ * The mount is not written here: an eviction or a clone in the window
+ * before mmap_region() links the VMA would not find it (they unmount
+ * through unmap_mapping_range), and an order-0 mount, a copy of the leaf
+ * of page 0, would then map a page the file had freed (the fuzzer's guest
+ * reset: a user store into a page that became a page table).  Task work
+ * mounts it as the task returns from mmap, before user space can touch
+ * the mapping, so a populated morsel still takes no fault; where no task
+ * work can run (a kernel thread, another mm), or it fails, the first
+ * fault mounts.  A failed mount is not an error: the first fault retries
+ * it.  A PROT_NONE VMA is not mounted (no entry can take away read).  An
+ * empty file is not mounted: for order 0 the mount entry is the page
+ * itself, and a page that a failed write left (file.c: trim_past_size can
+ * only zero it while the morsel is mapped) must not be reachable past the
+ * size without SIGBUS; the fault handler mounts once the file has grown.
  * Return: 0, -ENOMEM, -ENOSPC (raising the order needs tables past size=),
  * -EINVAL (wrong length, alignment or address), -EBUSY (a bound address
  * that the longer extent does not fit) or -EOPNOTSUPP (a PGD-level mount
@@ -366,24 +431,27 @@ static int map_add(struct morsel *m, struct vm_area_struct *vma, gfp_t gfp,
 int morsel_map_vma(struct morsel *m, struct vm_area_struct *vma)
 {
 	int err = map_add(m, vma, GFP_KERNEL, true, 0);
+	struct mount_work *mw;
 
 	if (err)
 		return err;
 	vma->vm_ops = &morsel_vm_ops;
-	if (i_size_read(file_inode(vma->vm_file)) &&
-	    morsel_vma_mounts(vma->vm_flags)) {
-		/* As a fault (the VMA is not yet where a clone unmaps). */
-		int idx = srcu_read_lock(&morsel_walk_srcu);
-
-		if (READ_ONCE(m->cow)) {
-			srcu_read_unlock(&morsel_walk_srcu, idx);
-			morsel_walk_lock(m);
-			mount(vma);
-			morsel_walk_unlock(m);
-		} else {
-			mount(vma);
-			srcu_read_unlock(&morsel_walk_srcu, idx);
-		}
+	if (!i_size_read(file_inode(vma->vm_file)) ||
+	    !morsel_vma_mounts(vma->vm_flags) ||
+	    (current->flags & PF_KTHREAD) || current->mm != vma->vm_mm)
+		return 0;
+	mw = kmalloc(sizeof(*mw), GFP_KERNEL);
+	if (!mw)
+		return 0;
+	mw->mm = vma->vm_mm;
+	mw->file = get_file(vma->vm_file);
+	mw->start = vma->vm_start;
+	mmgrab(mw->mm);
+	init_task_work(&mw->work, mount_after_mmap);
+	if (task_work_add(current, &mw->work, TWA_RESUME)) {
+		mmdrop(mw->mm);
+		fput(mw->file);
+		kfree(mw);
 	}
 	return 0;
 }
@@ -589,12 +657,32 @@ static void morsel_pgtable_unmount(struct vm_area_struct *vma,
 struct page *morsel_find_special_page(struct vm_area_struct *vma,
 				      unsigned long addr)
 {
-	pgd_t *pgd = pgd_offset(vma->vm_mm, addr);
-	p4d_t *p4d = p4d_offset(pgd, addr);
-	pud_t *pud = pud_offset(p4d, addr);
-	pmd_t *pmd = pmd_offset(pud, addr);
-	pte_t pte = ptep_get(pte_offset_kernel(pmd, addr));
+	pgd_t *pgdp = pgd_offset(vma->vm_mm, addr), pgd = READ_ONCE(*pgdp);
+	p4d_t *p4dp, p4d;
+	pud_t *pudp, pud;
+	pmd_t *pmdp, pmd;
+	pte_t pte;
 
+	/*
+	 * Each entry read once: an unmount (unmap_mapping_range, which
+	 * takes no lock GUP holds) may clear the mount above the PTE table
+	 * meanwhile; then there is no page to name, and GUP fails.
+	 */
+	if (pgd_none(pgd))
+		return NULL;
+	p4dp = p4d_offset_lockless(pgdp, pgd, addr);
+	p4d = READ_ONCE(*p4dp);
+	if (p4d_none(p4d))
+		return NULL;
+	pudp = pud_offset_lockless(p4dp, p4d, addr);
+	pud = READ_ONCE(*pudp);
+	if (pud_none(pud) || pud_leaf(pud))
+		return NULL;
+	pmdp = pmd_offset_lockless(pudp, pud, addr);
+	pmd = READ_ONCE(*pmdp);
+	if (pmd_none(pmd) || pmd_leaf(pmd))
+		return NULL;
+	pte = ptep_get(pte_offset_kernel(&pmd, addr));
 	return pte_present(pte) ? pfn_to_page(pte_pfn(pte)) : NULL;
 }
 
