@@ -1881,9 +1881,16 @@ next:
 			err = -EINTR;
 		cond_resched();
 	}
-	/* Leaves that racing faults put in @dst's range go after a flush. */
-	if (!morsel_batch_empty(&b))
+	/*
+	 * Leaves that racing faults put in @dst's range go after a flush;
+	 * an order-0 mount of page 0 is a copy of its leaf, which only
+	 * unmap_mapping_range() takes away (as evictions do).
+	 */
+	if (!morsel_batch_empty(&b)) {
+		if (!doff && (!dst->order || morsel_order0_mapped(dst)))
+			unmap_mapping_range(dst->inode->i_mapping, 0, PAGE_SIZE, 0);
 		morsel_flush_mappers(dst, doff, doff + len);
+	}
 	while ((page = morsel_batch_next(&b)))
 		page_gone(dst, page);
 	morsel_batch_fini(&b);
@@ -2397,6 +2404,7 @@ mentry_t morsel_entry_at(struct morsel *m, u64 off, int level)
 mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 			    bool exec)
 {
+	bool shared = false;
 	mentry_t e;
 	unsigned int level = snapshot(m, &e);
 
@@ -2417,9 +2425,21 @@ mentry_t morsel_mount_entry(struct morsel *m, unsigned int order, bool write,
 			break;
 		}
 		e = READ_ONCE(*(mentry_t *)entry_va(e));
+		shared |= e && e != MORSEL_POISON && entry_marked(e);
 	}
 	if (!e || level != order || e == MORSEL_POISON)
 		return 0;
+	/*
+	 * The mount skips the entries above it: one marked there (a clone
+	 * shares what lies below: a shared table's entries keep RW, a
+	 * shared huge leaf's pages get a fresh leaf here) takes write away
+	 * from the mount too, so that the first write faults and breaks the
+	 * sharing (tree.c), as morsel_entry_at does for anonymous memory.
+	 * Only an order-0 mapping of a morsel that grew past it gets here
+	 * with a mark: mount.c makes a mounted table this morsel's own.
+	 */
+	if (shared)
+		e &= ~(order ? TABLE_MARKS : LEAF_MARKS);
 	if (!write)
 		e &= ~(mentry_t)(order ? _PAGE_RW : _PAGE_RW | _PAGE_DIRTY);
 	if (!exec)

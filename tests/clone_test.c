@@ -237,6 +237,59 @@ TEST_F(inst, order1_mapping_of_a_larger_clone)
 	munmap(pb, 2 * MiB);
 }
 
+/*
+ * An order-0 mapping (of a one-page file) that the file outgrew: it keeps
+ * mounting a copy of the leaf of page 0, which now sits in a PTE table a
+ * clone shares (only the PMD entry above it says so) or under a shared
+ * 2 MiB leaf.  The copy must not be writable while the page is shared, on
+ * either side: the first write faults and gives that side its own page.
+ */
+TEST(order0_mapping_of_a_file_that_grew_and_was_cloned)
+{
+	int huge, side;
+
+	for (huge = 0; huge < 2; huge++) {
+		for (side = 0; side < 2; side++) {
+			int a, b, w;
+			char *p;
+
+			ASSERT_EQ(0, mount_instance(CDIR, huge ? "size=1G,huge=always" :
+							   "size=1G"));
+			a = open_new("a");
+			b = open_new("b");
+			ASSERT_LE(0, a);
+			ASSERT_LE(0, b);
+			w = side ? b : a;
+			fill(_metadata, w, 0, PG, 1);
+			p = map(_metadata, w, PG, PROT_READ | PROT_WRITE);
+			if (huge) {
+				/* No page at 0 when the order rises: a leaf can go there. */
+				ASSERT_EQ(0, fallocate(w, FALLOC_FL_PUNCH_HOLE |
+						       FALLOC_FL_KEEP_SIZE, 0, PG));
+				ASSERT_EQ(0, ftruncate(w, 4 * MiB));
+				ASSERT_EQ(0, morsel_range_ioctl(w, MORSEL_IOC_POPULATE, 0,
+								4 * MiB, MORSEL_POPULATE_HUGE));
+			}
+			fill(_metadata, w, 0, 4 * MiB, 1);	/* order 2 now */
+			EXPECT_EQ(2, st(_metadata, w).order);
+			EXPECT_EQ(huge ? 2 : 0, st(_metadata, w).huge);
+			ASSERT_EQ(0, side ? clone_file(b, a) : clone_file(a, b));
+			EXPECT_EQ((char)pat(0, 1), p[0]);	/* read first */
+			p[0] = 'W';
+			p[PG - 1] = 'W';
+			EXPECT_TRUE(holds(side ? a : b, 0, 4 * MiB, 1, 0))
+				TH_LOG("huge %d: a write to %s reached %s", huge,
+				       side ? "b" : "a", side ? "a" : "b");
+			EXPECT_TRUE(holds(w, 1, PG - 2, 1, 1));
+			EXPECT_EQ('W', p[0]);
+			munmap(p, PG);
+			close(a);
+			close(b);
+			umount2(CDIR, 0);
+		}
+	}
+}
+
 /* GUP writes into a clone's mapping unshare first (kernel patch 12). */
 TEST_F(inst, gup_writes_unshare)
 {
