@@ -149,7 +149,7 @@ static struct file *anon_fork_file(struct mm_struct *mm, struct file *from)
 			   i_size_read(inode), MORSEL_ANON_PRIVATE);
 	if (IS_ERR(af->to))
 		af->to = NULL;
-	else if (morsel_remap_file_range(from, 0, af->to, 0, 0, 0) < 0)
+	else if (morsel_clone_anon(from, af->to) < 0)
 		af->failed = true;
 	af->failed |= !af->to;
 	init_task_work(&af->work, anon_fork_done);
@@ -355,9 +355,22 @@ out:
 	return ret;
 }
 
+/*
+ * A split of a VMA from another mm: ->open of its new part would take it
+ * for a fork's child VMA and give it a clone, while the split puts it in
+ * this file's i_mmap.  Only userfaultfd does that (a process registering
+ * a range through another's userfaultfd, UFFD_FEATURE_WP_ASYNC); it gets
+ * EINVAL.  dup_mmap() opens VMAs of the child without splitting them.
+ */
+int morsel_anon_may_split(struct vm_area_struct *vma, unsigned long addr)
+{
+	return vma->vm_mm == current->mm ? 0 : -EINVAL;
+}
+
 static const struct vm_operations_struct morsel_anon_vm_ops = {
 	.open = morsel_anon_open,
 	.close = morsel_anon_close,
+	.may_split = morsel_anon_may_split,
 	.fault = anon_fault,
 	.page_mkwrite = anon_mkwrite,
 };

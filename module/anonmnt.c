@@ -288,28 +288,49 @@ static void clear_range(struct vm_area_struct *vma, unsigned long start,
 	for (addr = start; addr < end; addr = next) {
 		unsigned long base = addr & PMD_MASK, a;
 		pmd_t *pmd = find_pmd(mm, addr, end, &next);
-		spinlock_t *ptl;	/* the process PTE table's */
+		spinlock_t *ptl;	/* the process PMD or PTE table's */
+		pmd_t pmdval;
 		pte_t *pte;
 		u64 cur;
 
 		if (!pmd)
 			continue;
 		next = pmd_addr_end(addr, end);
-		cur = pmd_val(pmdp_get_lockless(pmd));
+		pmdval = pmdp_get_lockless(pmd);
+		cur = pmd_val(pmdval);
 		if (!cur)
 			continue;
 		if (pmd_mount(cur)) {
-			if (xchg((u64 *)pmd, 0)) {
+			/*
+			 * Under the PMD's lock, which GUP holds from reading
+			 * a 2 MiB leaf to taking its page (and a table
+			 * mount's GUP checks the entry again under the
+			 * table's lock).
+			 */
+			ptl = pmd_lock(mm, pmd);
+			cur = pmd_val(pmdp_get(pmd));
+			if (pmd_mount(cur)) {
+				WRITE_ONCE(*(u64 *)pmd, 0);
 				lo = min(lo, base);
 				hi = max(hi, base + PMD_SIZE);
 			}
+			spin_unlock(ptl);
 			continue;
 		}
-		if (!copies)
+		if (!copies || pmd_leaf(pmdval))
 			continue;
-		ptl = pte_lockptr(mm, pmd);
-		pte = pte_offset_kernel(pmd, addr);
+		/*
+		 * The entry read once, then checked again under the table's
+		 * lock, as pte_offset_map_lock() does: mremap's move may
+		 * take the table away meanwhile (move_normal_pmd()).
+		 */
+		ptl = pte_lockptr(mm, &pmdval);
+		pte = pte_offset_kernel(&pmdval, addr);
 		spin_lock(ptl);
+		if (!pmd_same(pmdval, pmdp_get_lockless(pmd))) {
+			spin_unlock(ptl);
+			continue;
+		}
 		for (a = addr; a < next; a += PAGE_SIZE, pte++) {
 			if (pte_none(ptep_get(pte)))
 				continue;
@@ -333,6 +354,10 @@ static void anonmnt_pgtable_unmount(struct vm_area_struct *vma,
 /* A split at @addr inside 2 MiB: neither part covers them whole. */
 static int anonmnt_may_split(struct vm_area_struct *vma, unsigned long addr)
 {
+	int err = morsel_anon_may_split(vma, addr);
+
+	if (err)
+		return err;
 	if (addr & ~PMD_MASK) {
 		vma_start_write(vma);
 		clear_range(vma, addr, addr + PAGE_SIZE, false);

@@ -60,22 +60,27 @@ static void cow_on(struct morsel *a, struct morsel *b)
 	synchronize_srcu(&morsel_walk_srcu);
 }
 
-loff_t morsel_remap_file_range(struct file *file_in, loff_t pos_in,
-			       struct file *file_out, loff_t pos_out,
-			       loff_t len, unsigned int flags)
+/*
+ * The clone itself; @prep: the VFS's checks and updates first (a user's
+ * clone), or none (a fork's clone of anonymous memory: the whole file, to
+ * a new one, which RLIMIT_FSIZE must not limit, as it does not limit
+ * anonymous memory).
+ */
+static loff_t remap(struct file *file_in, loff_t pos_in,
+		    struct file *file_out, loff_t pos_out, loff_t len,
+		    unsigned int flags, bool prep)
 {
 	struct inode *src = file_inode(file_in), *dst = file_inode(file_out);
 	struct morsel *ms = src->i_private, *md = dst->i_private;
-	loff_t size, ret;
+	loff_t size, ret = 0;
 	u64 plen;
 
-	if (flags & ~(REMAP_FILE_DEDUP | REMAP_FILE_ADVISORY))
-		return -EINVAL;
-	if ((flags & REMAP_FILE_DEDUP) || sb_pm(src->i_sb))
-		return -EOPNOTSUPP;
 	lock_two_nondirectories(src, dst);
-	ret = generic_remap_file_range_prep(file_in, pos_in, file_out, pos_out,
-					    &len, flags);
+	if (prep)
+		ret = generic_remap_file_range_prep(file_in, pos_in, file_out,
+						    pos_out, &len, flags);
+	else
+		len = i_size_read(src);
 	if (ret || !len)
 		goto out;
 	plen = PAGE_ALIGN(len);
@@ -116,4 +121,26 @@ fit:
 out:
 	unlock_two_nondirectories(src, dst);
 	return ret;
+}
+
+loff_t morsel_remap_file_range(struct file *file_in, loff_t pos_in,
+			       struct file *file_out, loff_t pos_out,
+			       loff_t len, unsigned int flags)
+{
+	if (flags & ~(REMAP_FILE_DEDUP | REMAP_FILE_ADVISORY))
+		return -EINVAL;
+	if ((flags & REMAP_FILE_DEDUP) || sb_pm(file_inode(file_in)->i_sb))
+		return -EOPNOTSUPP;
+	return remap(file_in, pos_in, file_out, pos_out, len, flags, true);
+}
+
+/**
+ * morsel_clone_anon - let @to, new and as long, share all of @from
+ *
+ * For a fork of anonymous memory (anon.c), in a volatile instance.
+ * Return: the length cloned, or -errno (-ENOMEM, -ENOSPC, -EINTR).
+ */
+loff_t morsel_clone_anon(struct file *from, struct file *to)
+{
+	return remap(from, 0, to, 0, 0, 0, false);
 }

@@ -504,7 +504,11 @@ struct file *morsel_new_unnamed(struct vfsmount *mnt, struct inode *dir,
 	if (key)	/* before anyone takes it */
 		lockdep_set_class(&inode->i_rwsem, key);
 	drop_nlink(inode);
-	err = inode_newsize_ok(inode, size);
+	/* Anonymous memory is no file RLIMIT_FSIZE limits (as shmem's). */
+	if (key)
+		err = size > inode->i_sb->s_maxbytes ? -EFBIG : 0;
+	else
+		err = inode_newsize_ok(inode, size);
 	if (!err && size) {
 		inode_lock(inode);
 		err = morsel_resize(inode, size);

@@ -344,6 +344,8 @@ void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 loff_t morsel_remap_file_range(struct file *file_in, loff_t pos_in,
 			       struct file *file_out, loff_t pos_out,
 			       loff_t len, unsigned int flags);
+loff_t morsel_clone_anon(struct file *from, struct file *to);
+int morsel_anon_may_split(struct vm_area_struct *vma, unsigned long addr);
 
 /* memerr.c */
 int morsel_memerr_init(void);

@@ -470,6 +470,57 @@ TEST_F(mm, mremap_grow_move_shrink)
 	EXPECT_EQ(0, munmap(q, 2 * MiB));
 }
 
+/*
+ * MREMAP_DONTUNMAP would leave the old range mapping the file, so the
+ * memory would show at both addresses (Linux leaves the old range empty):
+ * EINVAL (kernel patch 13), and nothing moved.
+ */
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+TEST_F(mm, mremap_dontunmap_refused)
+{
+	unsigned char *p = anon(2 * MiB, MAP_PRIVATE);
+
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 'd', 2 * MiB);
+	EXPECT_EQ(MAP_FAILED, mremap(p, 2 * MiB, 2 * MiB,
+				     MREMAP_MAYMOVE | MREMAP_DONTUNMAP));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_TRUE(all_bytes(p, 2 * MiB, 'd'));
+	EXPECT_EQ(0, munmap(p, 2 * MiB));
+}
+
+/*
+ * RLIMIT_FSIZE limits files, not anonymous memory: a mapping larger than
+ * the limit works, and a fork clones it (no EFBIG, no SIGXFSZ).
+ */
+TEST_F(mm, file_size_limit_does_not_limit_it)
+{
+	struct rlimit rl = { .rlim_cur = 64 * 1024, .rlim_max = RLIM_INFINITY };
+	unsigned char *p;
+	pid_t pid;
+
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &rl));
+	p = anon(4 * MiB, MAP_PRIVATE);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_TRUE(from_instance(p, 4 * MiB));
+	memset(p, 'f', 4 * MiB);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ok = all_bytes(p, 4 * MiB, 'f');
+
+		memset(p, 'c', MiB);
+		_exit(ok ? 0 : 1);
+	}
+	EXPECT_EQ(0, wait_status(pid));
+	EXPECT_TRUE(all_bytes(p, 4 * MiB, 'f'));
+	EXPECT_EQ(0, munmap(p, 4 * MiB));
+	rl.rlim_cur = RLIM_INFINITY;
+	EXPECT_EQ(0, setrlimit(RLIMIT_FSIZE, &rl));
+}
+
 /* MAP_FIXED over a part, munmap of a part, mprotect of a part. */
 TEST_F(mm, parts_fixed_munmap_mprotect)
 {
