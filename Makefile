@@ -17,6 +17,8 @@ BINS    += bench/trees bench/trees-split bench/fib bench/fib-split
 # mappings, the ioctls and the morsel tool, file I/O, processes.
 BINS    += tests/primitive_test tests/ioctl_test tests/io_test tests/lifecycle_test tests/huge_test
 BINS    += tests/huge1g_test tests/clone_test tests/mm_test tests/mm_static
+# Placement on NUMA nodes (issue 24; a boot with vm/run --numa 2).
+BINS    += tests/numa_test
 BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache bench/pipeline
 # Persistent morsels against volatile ones and ext4 -o dax (vm/run --pmem).
 BINS    += bench/persist
@@ -122,6 +124,9 @@ tests/primitive_test: tests/primitive_test.c tests/ksft_util.h tests/morsel_util
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/huge_test: tests/huge_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
+	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+tests/numa_test: tests/numa_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)
 	$(CC) $(CFLAGS) -isystem $(KSFT) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
 tests/clone_test: tests/clone_test.c tests/ksft_util.h tests/morsel_util.h $(LIB)

@@ -117,6 +117,44 @@ int morsel_set_huge(int fd, unsigned int mode)
 	return ioctl(fd, MORSEL_IOC_SET_HUGE, &h) ? NEG_ERRNO : 0;
 }
 
+int morsel_set_mpol(int fd, unsigned int mode, uint64_t nodes)
+{
+	struct morsel_mpol p;
+
+	memset(&p, 0, sizeof(p));
+	p.mode = mode;
+	p.nodes = nodes;
+	return ioctl(fd, MORSEL_IOC_SET_MPOL, &p) ? NEG_ERRNO : 0;
+}
+
+int morsel_get_mpol(int fd, unsigned int *mode, uint64_t *nodes)
+{
+	struct morsel_mpol p;
+
+	memset(&p, 0, sizeof(p));
+	if (ioctl(fd, MORSEL_IOC_GET_MPOL, &p))
+		return NEG_ERRNO;
+	if (mode)
+		*mode = p.mode;
+	if (nodes)
+		*nodes = p.nodes;
+	return 0;
+}
+
+int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
+		      uint64_t *pages)
+{
+	struct morsel_node_pages np;
+
+	memset(&np, 0, sizeof(np));
+	np.offset = offset;
+	np.length = length;
+	if (ioctl(fd, MORSEL_IOC_NODE_PAGES, &np))
+		return NEG_ERRNO;
+	memcpy(pages, np.pages, sizeof(np.pages));
+	return 0;
+}
+
 /* PR_SET_MEMORY_MANAGER takes the directory's fd, which we close after. */
 int morsel_set_memory_manager(const char *dir)
 {

@@ -123,6 +123,21 @@ int morsel_clone_range(int src_fd, uint64_t src_offset, int dst_fd,
 #endif
 int morsel_set_memory_manager(const char *dir);
 int morsel_memory_manager(void);
+/*
+ * Placement on NUMA nodes (new in 1.4): the file's own policy
+ * (MORSEL_MPOL_INHERIT to follow the mount's mpol=, _DEFAULT for the
+ * allocating task's own, _PREFERRED, _BIND, _INTERLEAVE or _LOCAL; bit N
+ * of @nodes for node N) decides where its later pages go; -EINVAL for a
+ * bad mode or a node without memory, -EOPNOTSUPP on a persistent
+ * instance.  morsel_get_mpol() reads the file's own (INHERIT if none).
+ * morsel_node_pages() counts the populated pages of [@offset, + @length)
+ * (@length 0: to the end of the file) on each node into
+ * @pages[MORSEL_MAX_NODES].
+ */
+int morsel_set_mpol(int fd, unsigned int mode, uint64_t nodes);
+int morsel_get_mpol(int fd, unsigned int *mode, uint64_t *nodes);
+int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
+		      uint64_t *pages);
 /* Bind the morsel to @addr: every later mapping lands there. */
 int morsel_bind(int fd, uint64_t addr);
 /*

@@ -828,8 +828,8 @@ static const struct constant_table morsel_anon_names[] = {
 };
 
 /*
- * size= and nr_inodes= always; huge=, huge1g=, anon= and mode=, uid=, gid=
- * when not the default.  A persistent instance: pmem= and huge=.
+ * size= and nr_inodes= always; huge=, huge1g=, anon=, mpol= and mode=,
+ * uid=, gid= when not the default.  A persistent instance: pmem= and huge=.
  */
 static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 {
@@ -852,6 +852,7 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 		seq_printf(seq, ",huge1g=%lu", sbi->huge1g);
 	if (READ_ONCE(sbi->anon_mounted))
 		seq_puts(seq, ",anon=mounted");
+	morsel_mpol_show(seq, &sbi->ram_ctx.mpol);
 	if (sbi->mode != MORSEL_ROOT_MODE)
 		seq_printf(seq, ",mode=%03ho", sbi->mode);
 	if (!uid_eq(sbi->uid, GLOBAL_ROOT_UID))
@@ -924,7 +925,7 @@ static const struct super_operations morsel_sops = {
 };
 
 enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM,
-	OPT_HUGE, OPT_HUGE1G, OPT_ANON };
+	OPT_HUGE, OPT_HUGE1G, OPT_ANON, OPT_MPOL };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
@@ -936,6 +937,7 @@ static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_enum("huge", OPT_HUGE, morsel_huge_names),
 	fsparam_u32("huge1g", OPT_HUGE1G),
 	fsparam_enum("anon", OPT_ANON, morsel_anon_names),
+	fsparam_string("mpol", OPT_MPOL),
 	{}
 };
 
@@ -948,8 +950,9 @@ struct morsel_opts {
 	char *pmem;
 	unsigned int huge, huge1g;
 	bool anon_mounted;
+	struct morsel_policy *mpol;	/* NULL: default */
 	bool has_blocks, has_inodes, has_mode, has_uid, has_gid, has_huge;
-	bool has_huge1g, has_anon;
+	bool has_huge1g, has_anon, has_mpol;
 };
 
 /*
@@ -1027,6 +1030,17 @@ static int morsel_parse_param(struct fs_context *fc,
 		o->anon_mounted = result.uint_32;
 		o->has_anon = true;
 		return 0;
+	case OPT_MPOL: {
+		struct morsel_policy *p = morsel_mpol_parse(param->string);
+
+		if (IS_ERR(p))
+			return PTR_ERR(p) == -ENOMEM ? -ENOMEM :
+			       invalfc(fc, "bad value for mpol");
+		kfree(o->mpol);	/* an earlier mpol= of the same call */
+		o->mpol = p;
+		o->has_mpol = true;
+		return 0;
+	}
 	case OPT_PMEM:
 		if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE)
 			return invalfc(fc, "pmem= cannot change on remount");
@@ -1082,6 +1096,10 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->gid = o->has_gid ? o->gid : current_fsgid();
 	sbi->huge = o->has_huge ? o->huge : MORSEL_HUGE_NEVER;
 	sbi->anon_mounted = o->anon_mounted;
+	if (o->has_mpol && !o->pmem) {
+		morsel_mpol_set(&sbi->ram_ctx.mpol, o->mpol);
+		o->mpol = NULL;
+	}
 	if (o->has_huge1g && !o->pmem) {
 		int err = set_huge1g(fc, sbi, o->huge1g);
 
@@ -1212,6 +1230,8 @@ static int morsel_get_tree(struct fs_context *fc)
 		return invalfc(fc, "pmem: no huge1g= (1 GiB leaves are RAM's)");
 	if (o->pmem && o->has_anon)
 		return invalfc(fc, "pmem: no anon= (anonymous memory is RAM's)");
+	if (o->pmem && o->has_mpol)
+		return invalfc(fc, "pmem: no mpol= (a device's pages are where it is)");
 	/*
 	 * The instance's morsel_sb goes to sget_fc, which makes it
 	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
@@ -1221,7 +1241,8 @@ static int morsel_get_tree(struct fs_context *fc)
 	if (!sbi)
 		return -ENOMEM;
 	morsel_pool_init(&sbi->pool);
-	morsel_ram_source_init(&sbi->ram, &sbi->pool);
+	sbi->ram_ctx.pool = &sbi->pool;
+	morsel_ram_source_init(&sbi->ram, &sbi->ram_ctx);
 	sbi->src = &sbi->ram;	/* a device's replaces it (pm.c) */
 	fc->s_fs_info = sbi;
 	if (o->pmem)
@@ -1232,8 +1253,9 @@ static int morsel_get_tree(struct fs_context *fc)
 /*
  * remount: new limits, never below what is in use (-EINVAL); mode=, uid=
  * and gid= change the root directory (of the instance, also when the
- * mount is a bind mount of a subdirectory).  None of them on a persistent
- * instance (-EINVAL).
+ * mount is a bind mount of a subdirectory); mpol= places what is
+ * allocated from then on (pages already there stay).  None of them on a
+ * persistent instance (-EINVAL).
  */
 static int morsel_reconfigure(struct fs_context *fc)
 {
@@ -1253,6 +1275,8 @@ static int morsel_reconfigure(struct fs_context *fc)
 		return invalfc(fc, "pmem: no huge1g= (1 GiB leaves are RAM's)");
 	if (sbi->pm && o->has_anon)
 		return invalfc(fc, "pmem: no anon= (anonymous memory is RAM's)");
+	if (sbi->pm && o->has_mpol)
+		return invalfc(fc, "pmem: no mpol= (a device's pages are where it is)");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
@@ -1275,6 +1299,10 @@ static int morsel_reconfigure(struct fs_context *fc)
 		WRITE_ONCE(sbi->huge, o->huge);
 	if (o->has_anon)	/* for mappings made from now on */
 		WRITE_ONCE(sbi->anon_mounted, o->anon_mounted);
+	if (o->has_mpol) {	/* for allocations from now on */
+		morsel_mpol_set(&sbi->ram_ctx.mpol, o->mpol);
+		o->mpol = NULL;
+	}
 	if (!o->has_mode && !o->has_uid && !o->has_gid)
 		return 0;
 	inode_lock(root);
@@ -1299,14 +1327,47 @@ static void morsel_free_fc(struct fs_context *fc)
 {
 	struct morsel_opts *o = fc->fs_private;
 
-	if (o)
+	if (o) {
 		kfree(o->pmem);
+		kfree(o->mpol);	/* not taken: the mount or remount failed */
+	}
 	kfree(o);
 	kfree(fc->s_fs_info);	/* unused: the device had an instance */
 }
 
+/*
+ * mount(2)'s option string, split at commas but where mpol='s node list
+ * goes on ("mpol=bind:0,2,size=1g"), as tmpfs splits it.
+ */
+static char *next_option(char **s)
+{
+	char *start = *s, *p = start;
+
+	if (!start)
+		return NULL;
+	for (;;) {
+		p = strchr(p, ',');
+		if (!p) {
+			*s = NULL;
+			return start;
+		}
+		if (strncmp(start, "mpol=", 5) || !isdigit(p[1]))
+			break;
+		p++;
+	}
+	*p = '\0';
+	*s = p + 1;
+	return start;
+}
+
+static int morsel_parse_monolithic(struct fs_context *fc, void *data)
+{
+	return vfs_parse_monolithic_sep(fc, data, next_option);
+}
+
 static const struct fs_context_operations morsel_context_ops = {
 	.parse_param = morsel_parse_param,
+	.parse_monolithic = morsel_parse_monolithic,
 	.get_tree = morsel_get_tree,
 	.reconfigure = morsel_reconfigure,
 	.free = morsel_free_fc,
@@ -1331,6 +1392,7 @@ static void morsel_kill_sb(struct super_block *sb)
 	kill_litter_super(sb);
 	morsel_pm_unmount(sb);
 	morsel_pool_destroy(&sbi->pool);
+	morsel_mpol_free(&sbi->ram_ctx.mpol);
 	kfree_rcu(sbi, rcu);	/* pm_sb_test may still read it */
 }
 

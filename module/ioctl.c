@@ -5,7 +5,8 @@
  * Every argument is a struct of __u64 fields; flags and reserved fields
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
  * Operations that change the morsel (populate, evict, collapse, bind, set
- * the minimum order or the huge-page mode) need a file opened for writing
+ * the minimum order, the huge-page mode or the placement policy) need a
+ * file opened for writing
  * (-EBADF otherwise) and one not immutable (-EPERM); of an append-only
  * file, only populate.
  *
@@ -16,8 +17,10 @@
  * Locking: arguments are copied in before any lock is taken (a user
  * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
  * inode lock shared (faults populate concurrently, lock-free); EVICT,
- * COLLAPSE (file.c) and SET_HUGE hold it exclusive, and so does
- * SET_MIN_ORDER (size.c); STAT, BIND
+ * COLLAPSE (file.c), SET_HUGE and SET_MPOL hold it exclusive (mpol.c
+ * keeps a replaced policy until allocations that read it are done;
+ * GET_MPOL reads under its SRCU), and so does
+ * SET_MIN_ORDER (size.c); STAT, BIND, NODE_PAGES
  * and MAPPINGS hold m->lock, which keeps
  * the list of mappings and every VMA on it alive; MAPPINGS copies out only
  * after dropping it (a fault on the buffer takes mmap_lock, which nests
@@ -187,6 +190,73 @@ static long ioc_set_huge(struct inode *inode, struct morsel *m,
 		morsel_pm_set_flags(inode);
 	inode_unlock(inode);
 	return 0;
+}
+
+/*
+ * The file's own placement policy (mpol.c).  A device's pages are where
+ * the device is: -EOPNOTSUPP there, as for mpol=.
+ */
+static long ioc_set_mpol(struct inode *inode, struct morsel *m,
+			 struct morsel_mpol __user *arg)
+{
+	struct morsel_policy *p;
+	struct morsel_mpol u;
+
+	if (copy_from_user(&u, arg, sizeof(u)))
+		return -EFAULT;
+	if (u.flags || !all_zero(u.reserved, sizeof(u.reserved)))
+		return -EINVAL;
+	if (m->pm)
+		return -EOPNOTSUPP;
+	p = morsel_mpol_from_user(&u);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
+	inode_lock(inode);
+	morsel_mpol_set(&m->place.own, p);
+	inode_unlock(inode);
+	return 0;
+}
+
+static long ioc_get_mpol(struct morsel *m, struct morsel_mpol __user *arg)
+{
+	struct morsel_mpol u;
+
+	if (copy_from_user(&u, arg, sizeof(u)))
+		return -EFAULT;
+	if (u.flags || !all_zero(u.reserved, sizeof(u.reserved)))
+		return -EINVAL;
+	morsel_mpol_to_user(&m->place.own, &u);
+	return copy_to_user(arg, &u, sizeof(u)) ? -EFAULT : 0;
+}
+
+/* Populated pages of a range by node; length 0: to the end of the file. */
+static long ioc_node_pages(struct morsel *m,
+			   struct morsel_node_pages __user *arg)
+{
+	struct morsel_node_pages *np;
+	u64 end;
+	long err;
+
+	np = kmalloc(sizeof(*np), GFP_KERNEL);
+	if (!np)
+		return -ENOMEM;
+	err = -EFAULT;
+	if (copy_from_user(np, arg, sizeof(*np)))
+		goto out;
+	err = -EINVAL;
+	if (np->flags || !all_zero(np->reserved, sizeof(np->reserved)) ||
+	    !PAGE_ALIGNED(np->offset) || !PAGE_ALIGNED(np->length) ||
+	    np->offset + np->length < np->offset)
+		goto out;
+	end = np->length ? np->offset + np->length : U64_MAX;
+	memset(np->pages, 0, sizeof(np->pages));
+	err = morsel_count_nodes(m, np->offset, end, np->pages,
+				 MORSEL_MAX_NODES);
+	if (!err && copy_to_user(arg, np, sizeof(*np)))
+		err = -EFAULT;
+out:
+	kfree(np);
+	return err;
 }
 
 static long ioc_min_order(struct inode *inode,
@@ -366,12 +436,17 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ioc_stat(m, file, uarg);
 	case MORSEL_IOC_MAPPINGS:
 		return ioc_mappings(m, file, uarg);
+	case MORSEL_IOC_GET_MPOL:
+		return ioc_get_mpol(m, uarg);
+	case MORSEL_IOC_NODE_PAGES:
+		return ioc_node_pages(m, uarg);
 	case MORSEL_IOC_POPULATE:
 	case MORSEL_IOC_EVICT:
 	case MORSEL_IOC_COLLAPSE:
 	case MORSEL_IOC_BIND:
 	case MORSEL_IOC_SET_MIN_ORDER:
 	case MORSEL_IOC_SET_HUGE:
+	case MORSEL_IOC_SET_MPOL:
 		break;
 	default:
 		return -ENOTTY;
@@ -394,6 +469,8 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ioc_min_order(inode, uarg);
 	case MORSEL_IOC_SET_HUGE:
 		return ioc_set_huge(inode, m, uarg);
+	case MORSEL_IOC_SET_MPOL:
+		return ioc_set_mpol(inode, m, uarg);
 	default:
 		return ioc_bind(inode, m, uarg);
 	}

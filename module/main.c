@@ -47,6 +47,7 @@ static void __exit morsel_exit(void)
 	morsel_memerr_exit();
 	morsel_pm_exit();
 	rcu_barrier();
+	morsel_mpol_exit();
 	morsel_stats_exit();
 }
 

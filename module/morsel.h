@@ -7,6 +7,7 @@
  *   huge.c   when a hole gets a 2 MiB or 1 GiB leaf (huge= and its
  *            overrides)
  *   pool.c   the 1 GiB blocks a volatile instance reserves (huge1g=)
+ *   mpol.c   on which NUMA node data pages go (mpol=, MORSEL_IOC_SET_MPOL)
  *   mount.c  mounting a morsel into processes (fault, unmount, vm_ops)
  *   fs.c     morselfs: super block, inodes, mount options
  *   xattr.c  extended attributes and POSIX ACLs
@@ -77,6 +78,21 @@ void morsel_pool_put(struct morsel_pool *p, struct page *first);
 void morsel_pool_destroy(struct morsel_pool *p);
 unsigned long morsel_pool_free(struct morsel_pool *p);
 
+struct seq_file;
+struct morsel_policy *morsel_mpol_parse(const char *str);
+struct morsel_policy *morsel_mpol_from_user(const struct morsel_mpol *u);
+void morsel_mpol_to_user(struct morsel_policy __rcu **pp, struct morsel_mpol *u);
+void morsel_mpol_show(struct seq_file *seq, struct morsel_policy __rcu **pp);
+void morsel_mpol_set(struct morsel_policy __rcu **pp, struct morsel_policy *p);
+void morsel_mpol_free(struct morsel_policy __rcu **pp);
+void morsel_mpol_exit(void);
+struct page *morsel_mpol_alloc(const struct morsel_ram *r,
+			       const struct morsel_place *pl, gfp_t gfp,
+			       unsigned int order);
+unsigned int morsel_mpol_alloc_bulk(const struct morsel_ram *r,
+				    const struct morsel_place *pl, gfp_t gfp,
+				    unsigned int nr, struct page **pages);
+
 /**
  * struct morsel_sb - one morselfs instance (sb->s_fs_info), see fs.c
  * @max_blocks: size= limit in pages (data pages and tables), 0: none.
@@ -92,7 +108,8 @@ unsigned long morsel_pool_free(struct morsel_pool *p);
  * @src:        where its tables and pages come from: morsel_ram_source, or
  *              the device's (pm.c), set with @pm.
  * @ram:        the RAM source (source.c) of a volatile instance: @src.
- * @pool:       its 1 GiB reserve (pool.c), @ram's context.
+ * @ram_ctx:    @ram's context: @pool and the mpol= policy (mpol.c).
+ * @pool:       its 1 GiB reserve (pool.c).
  * @huge1g:     huge1g= (blocks the reserve was asked to hold).
  * @pm_dev:     that device's number, set before the super block exists and
  *              never changed: a second mount of the device finds this
@@ -120,6 +137,7 @@ struct morsel_sb {
 	unsigned int huge;
 	unsigned long huge1g;
 	struct morsel_source ram;
+	struct morsel_ram ram_ctx;
 	struct morsel_pool pool;
 	bool cloned;
 	bool anon_mounted;
@@ -144,6 +162,8 @@ struct morsel_sb {
  * @pm:         the persistent device whose metadata stores its tree takes
  *              (tree.c: tstore), or NULL.
  * @src:        where its tables and pages come from (the instance's).
+ * @place:      where its data pages should go: its own policy (mpol.c),
+ *              which @src is given with every allocation.
  * @maps:       struct morsel_map of every mounted VMA (shared, offset 0).
  * @nr_maps:    length of @maps.
  * @nr_paged:   page-by-page VMAs (MAP_PRIVATE, or shared at an offset;
@@ -181,6 +201,7 @@ struct morsel {
 	mentry_t *rootp;
 	struct morsel_pm *pm;
 	const struct morsel_source *src;
+	struct morsel_place place;
 	struct list_head maps;
 	unsigned int nr_maps;
 	atomic_t nr_paged;
@@ -265,6 +286,8 @@ int morsel_collapse(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);
 loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
 unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end);
+int morsel_count_nodes(struct morsel *m, u64 start, u64 end, u64 *pages,
+		       unsigned int nr_nodes);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
 unsigned int morsel_poison_shared(struct morsel *m, struct page *page);
 extern struct file_system_type morselfs_type;

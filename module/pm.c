@@ -405,7 +405,9 @@ static void pm_src_table_free(void *priv, struct ptdesc *pt, bool published)
 	call_rcu(&d->rcu, pm_table_rcu);
 }
 
-static struct page *pm_src_page_alloc(void *priv, bool held)
+/* A device's pages stay where the device is: @pl places nothing. */
+static struct page *pm_src_page_alloc(void *priv, const struct morsel_place *pl,
+				      bool held)
 {
 	struct morsel_pm *pm = priv;
 	u64 p = pm_alloc_page(pm, held);
@@ -1157,13 +1159,15 @@ int morsel_pm_rename(struct inode *old_dir, struct dentry *old_dentry,
 
 /* ---- the device as the instance's source of memory (source.h) ---- */
 
-static unsigned int pm_src_pages_alloc(void *priv, unsigned int nr,
-				       unsigned int held, struct page **pages)
+static unsigned int pm_src_pages_alloc(void *priv,
+				       const struct morsel_place *pl,
+				       unsigned int nr, unsigned int held,
+				       struct page **pages)
 {
 	unsigned int got;
 
 	for (got = 0; got < nr; got++) {
-		pages[got] = pm_src_page_alloc(priv, got < held);
+		pages[got] = pm_src_page_alloc(priv, pl, got < held);
 		if (!pages[got])
 			break;
 	}
@@ -1193,7 +1197,8 @@ static u64 pm_free_run(unsigned long *map, u64 from, u64 to)
 	return 0;
 }
 
-static struct page *pm_src_huge_alloc(void *priv, int level,
+static struct page *pm_src_huge_alloc(void *priv,
+				      const struct morsel_place *pl, int level,
 				      unsigned long held)
 {
 	struct morsel_pm *pm = priv;

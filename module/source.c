@@ -5,14 +5,17 @@
  *
  * Tables and data pages come from the page allocator, charged to the
  * memory cgroup of the allocating task (__GFP_ACCOUNT, as shmem does; the
- * charge stays with the page).  The size= limit is charged by the caller
+ * charge stays with the page).  Data pages and 2 MiB blocks go where the
+ * file's or the instance's placement policy says (mpol.c); tables, on
+ * the allocating CPU's node.  The size= limit is charged by the caller
  * (tree.c) before it asks, not here.
  *
- * Locking: none of its own.  The page allocator and call_rcu are safe from
- * any context that may sleep; a batch belongs to one evicting caller, which
- * holds m->lock (tree.c).  A table that was ever published is freed only
- * after an RCU grace period: lockless walkers (GUP-fast, KVM's level
- * lookup) may still be in it (tree.c, top of file).
+ * Locking: none of its own (mpol.c keeps the policies alive).  The page
+ * allocator and call_rcu are safe from any context that may sleep; a batch
+ * belongs to one evicting caller, which holds m->lock (tree.c).  A table
+ * that was ever published is freed only after an RCU grace period:
+ * lockless walkers (GUP-fast, KVM's level lookup) may still be in it
+ * (tree.c, top of file).
  */
 #include <linux/gfp.h>
 #include <linux/mm.h>
@@ -43,24 +46,27 @@ static void ram_table_free(void *priv, struct ptdesc *pt, bool published)
 		pagetable_free(pt);
 }
 
-static struct page *ram_page_alloc(void *priv, bool held)
+static struct page *ram_page_alloc(void *priv, const struct morsel_place *pl,
+				   bool held)
 {
-	return alloc_page(DATA_GFP);
+	return morsel_mpol_alloc(priv, pl, DATA_GFP, 0);
 }
 
 /*
  * One bulk call, topped up page by page: the bulk allocator may return
- * fewer (always one with memcg accounting or page_owner).
+ * fewer (always one with memcg accounting or page_owner), and none where
+ * the policy spreads pages over nodes (mpol.c).
  */
-static unsigned int ram_pages_alloc(void *priv, unsigned int nr,
-				    unsigned int held, struct page **pages)
+static unsigned int ram_pages_alloc(void *priv, const struct morsel_place *pl,
+				    unsigned int nr, unsigned int held,
+				    struct page **pages)
 {
 	unsigned int got;
 
 	memset(pages, 0, nr * sizeof(*pages));
-	got = nr ? alloc_pages_bulk_array(DATA_GFP, nr, pages) : 0;
+	got = nr ? morsel_mpol_alloc_bulk(priv, pl, DATA_GFP, nr, pages) : 0;
 	for (; got < nr; got++) {
-		pages[got] = alloc_page(DATA_GFP);
+		pages[got] = morsel_mpol_alloc(priv, pl, DATA_GFP, 0);
 		if (!pages[got])
 			break;
 	}
@@ -76,14 +82,16 @@ static unsigned int ram_pages_alloc(void *priv, unsigned int nr,
  * not ask for it: the caller falls back to 4 KiB pages and counts that.
  * A 1 GiB block comes from the instance's reserve (pool.c), uncharged.
  */
-static struct page *ram_huge_alloc(void *priv, int level, unsigned long held)
+static struct page *ram_huge_alloc(void *priv, const struct morsel_place *pl,
+				   int level, unsigned long held)
 {
+	struct morsel_ram *r = priv;
 	struct page *page;
 
 	if (level == 2)
-		return morsel_pool_get(priv);
-	page = alloc_pages(DATA_GFP | __GFP_NORETRY | __GFP_NOWARN,
-			   PMD_SHIFT - PAGE_SHIFT);
+		return morsel_pool_get(r->pool);
+	page = morsel_mpol_alloc(r, pl, DATA_GFP | __GFP_NORETRY | __GFP_NOWARN,
+				 PMD_SHIFT - PAGE_SHIFT);
 	if (page)
 		split_page(page, PMD_SHIFT - PAGE_SHIFT);
 	return page;
@@ -97,7 +105,7 @@ static void ram_huge_free(void *priv, struct page *page, int level)
 	unsigned long i;
 
 	if (level == 2) {
-		morsel_pool_put(priv, page);
+		morsel_pool_put(((struct morsel_ram *)priv)->pool, page);
 		return;
 	}
 	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
@@ -107,7 +115,7 @@ static void ram_huge_free(void *priv, struct page *page, int level)
 static void ram_huge_split(void *priv, int level)
 {
 	if (level == 2)
-		morsel_pool_split(priv);
+		morsel_pool_split(((struct morsel_ram *)priv)->pool);
 }
 
 /* The tree's reference goes; a GUP pin keeps the page alive. */
@@ -128,11 +136,11 @@ static const struct morsel_source_ops ram_ops = {
 };
 
 /* 1 GiB leaves only once the reserve is set (fs.c: huge1g=). */
-void morsel_ram_source_init(struct morsel_source *s, void *pool)
+void morsel_ram_source_init(struct morsel_source *s, struct morsel_ram *r)
 {
 	*s = (struct morsel_source) {
 		.ops = &ram_ops,
-		.priv = pool,
+		.priv = r,
 		.full_errno = -ENOMEM,
 		.huge = BIT(1),
 	};

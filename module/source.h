@@ -15,6 +15,17 @@
 #include <linux/mm_types.h>
 #include <linux/types.h>
 
+struct morsel_policy;
+
+/**
+ * struct morsel_place - where a file wants its data pages (mpol.c)
+ * @own: the file's own policy (MORSEL_IOC_SET_MPOL), or NULL for the
+ *       instance's.  A medium that places nothing ignores it.
+ */
+struct morsel_place {
+	struct morsel_policy __rcu *own;
+};
+
 /**
  * struct morsel_source_ops - what a medium does (priv: the source's @priv)
  * @table_alloc:  a zeroed page for a table, or NULL when none is free;
@@ -24,12 +35,16 @@
  *                after an RCU grace period.
  * @table_forget: a table that stays on the medium loses what the kernel
  *                kept in its struct page (split lock).  NULL: nothing.
- * @page_alloc:   a zeroed data page, or NULL; @held as for @table_alloc.
- * @pages_alloc:  up to @nr zeroed data pages into @pages, the first @held
- *                of them from what @hold held.  Return: how many.
+ * @page_alloc:   a zeroed data page for a file that wants it where @pl
+ *                says, or NULL; @held as for @table_alloc.
+ * @pages_alloc:  up to @nr zeroed data pages into @pages, placed by @pl,
+ *                the first @held of them from what @hold held.  Return:
+ *                how many.
  * @huge_alloc:   the zeroed data pages of one leaf of @level (1: 512 pages,
  *                2 MiB; 2: 262144 pages, 1 GiB), physically contiguous
- *                and aligned to their size, each a page of its own (own
+ *                and aligned to their size, placed by @pl (a 2 MiB
+ *                block; a 1 GiB one comes from a reserve), each a page
+ *                of its own (own
  *                reference count, freed one by one with @page_free); the
  *                first, or NULL when none is free (the caller falls back
  *                to smaller leaves).  @held of them stand for pages @hold
@@ -59,10 +74,13 @@ struct morsel_source_ops {
 	struct ptdesc *(*table_alloc)(void *priv, bool held);
 	void (*table_free)(void *priv, struct ptdesc *pt, bool published);
 	void (*table_forget)(struct ptdesc *pt);
-	struct page *(*page_alloc)(void *priv, bool held);
-	unsigned int (*pages_alloc)(void *priv, unsigned int nr,
-				    unsigned int held, struct page **pages);
-	struct page *(*huge_alloc)(void *priv, int level, unsigned long held);
+	struct page *(*page_alloc)(void *priv, const struct morsel_place *pl,
+				   bool held);
+	unsigned int (*pages_alloc)(void *priv, const struct morsel_place *pl,
+				    unsigned int nr, unsigned int held,
+				    struct page **pages);
+	struct page *(*huge_alloc)(void *priv, const struct morsel_place *pl,
+				   int level, unsigned long held);
 	void (*huge_free)(void *priv, struct page *page, int level);
 	void (*huge_split)(void *priv, int level);
 	void (*huge_ready)(void *priv);
@@ -104,11 +122,19 @@ struct morsel_source {
 	unsigned int huge;
 };
 
-/*
- * RAM: the page allocator, charged to the allocating task's memcg; @priv
- * is the instance's 1 GiB reserve (struct morsel_pool, pool.c).
+/**
+ * struct morsel_ram - the RAM source's context (@priv)
+ * @pool: the instance's 1 GiB reserve (struct morsel_pool, pool.c).
+ * @mpol: the instance's placement policy (mpol=), or NULL: the allocating
+ *        task's own (mpol.c).
  */
-void morsel_ram_source_init(struct morsel_source *s, void *pool);
+struct morsel_ram {
+	void *pool;
+	struct morsel_policy __rcu *mpol;
+};
+
+/* RAM: the page allocator, charged to the allocating task's memcg. */
+void morsel_ram_source_init(struct morsel_source *s, struct morsel_ram *r);
 
 static inline struct ptdesc *src_table_alloc(const struct morsel_source *s,
 					     bool held)
@@ -130,16 +156,18 @@ static inline void src_table_forget(const struct morsel_source *s,
 }
 
 static inline struct page *src_page_alloc(const struct morsel_source *s,
+					  const struct morsel_place *pl,
 					  bool held)
 {
-	return s->ops->page_alloc(s->priv, held);
+	return s->ops->page_alloc(s->priv, pl, held);
 }
 
 static inline unsigned int src_pages_alloc(const struct morsel_source *s,
+					   const struct morsel_place *pl,
 					   unsigned int nr, unsigned int held,
 					   struct page **pages)
 {
-	return s->ops->pages_alloc(s->priv, nr, held, pages);
+	return s->ops->pages_alloc(s->priv, pl, nr, held, pages);
 }
 
 /* Pages under one leaf of @level (0: a 4 KiB page, 1: 2 MiB, 2: 1 GiB). */
@@ -152,9 +180,10 @@ static inline bool src_has_huge(const struct morsel_source *s, int level)
 }
 
 static inline struct page *src_huge_alloc(const struct morsel_source *s,
+					  const struct morsel_place *pl,
 					  int level, unsigned long held)
 {
-	return s->ops->huge_alloc(s->priv, level, held);
+	return s->ops->huge_alloc(s->priv, pl, level, held);
 }
 
 /* A whole leaf's pages, gone from the tree and flushed. */

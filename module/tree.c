@@ -801,7 +801,7 @@ static struct page *populate_huge(struct morsel *m, u64 off, int level)
 		morsel_undraw(m, drawn);
 		goto fallback;
 	}
-	page = src_huge_alloc(m->src, level, drawn);
+	page = src_huge_alloc(m->src, &m->place, level, drawn);
 	if (!page) {
 		charge_back(m, nr, drawn);
 		goto fallback;
@@ -884,7 +884,7 @@ again:
 	drawn = morsel_draw(m, off, 1);
 	if (!drawn && !morsel_charge(m, 1))
 		return ERR_PTR(-ENOSPC);
-	page = src_page_alloc(m->src, drawn);
+	page = src_page_alloc(m->src, &m->place, drawn);
 	if (!page) {
 		charge_back(m, 1, drawn);
 		return ERR_PTR(m->src->full_errno);
@@ -1033,7 +1033,7 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint)
 			want += !READ_ONCE(slot[i]);
 		drawn = morsel_draw(m, off, want);
 		granted = drawn + morsel_charge_upto(m, want - drawn);
-		got = src_pages_alloc(m->src, granted, drawn, pages);
+		got = src_pages_alloc(m->src, &m->place, granted, drawn, pages);
 		for (i = 0; i < n && used < got; i++) {
 			if (READ_ONCE(slot[i]))
 				continue;
@@ -1138,6 +1138,69 @@ unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end)
 		start = hole;
 	}
 	return nr;
+}
+
+/*
+ * Add the pages of [@start, @end) under @e (an entry of @level covering
+ * the bytes from @base) to @pages by node.  The pages of one 2 MiB or
+ * 1 GiB leaf are one block of the allocator, so on one node, unless its
+ * first and last page say otherwise.
+ */
+static void count_in(mentry_t e, int level, u64 base, u64 start, u64 end,
+		     u64 *pages, unsigned int nr_nodes)
+{
+	u64 from, to, off;
+	mentry_t *t;
+	unsigned int i;
+	int nid;
+
+	if (!e || e == MORSEL_POISON || base >= end ||
+	    base + level_span(level) <= start)
+		return;
+	if (entry_leaf(e, level)) {
+		from = max(base, start);
+		to = min(base + level_span(level), end);
+		nid = page_to_nid(leaf_page(e, from, level));
+		if (nid == page_to_nid(leaf_page(e, to - 1, level))) {
+			if (nid < nr_nodes)
+				pages[nid] += (to - from) >> PAGE_SHIFT;
+			return;
+		}
+		for (off = from; off < to; off += PAGE_SIZE) {
+			nid = page_to_nid(leaf_page(e, off, level));
+			if (nid < nr_nodes)
+				pages[nid]++;
+		}
+		return;
+	}
+	t = entry_va(e);
+	for (i = 0; i < PTRS_PER_PTE; i++)
+		count_in(READ_ONCE(t[i]), level - 1,
+			 base + i * level_span(level - 1), start, end, pages,
+			 nr_nodes);
+	if (level == 1)
+		cond_resched();
+}
+
+/**
+ * morsel_count_nodes - populated pages of [@start, @end) on each node
+ * @pages: @nr_nodes counters, added to (nodes above them are not counted).
+ *
+ * Under m->lock, which keeps every table (top of file); a page evicted
+ * meanwhile may still be counted.  Return: 0, or -EINTR on a fatal
+ * signal (the counts are then short).
+ */
+int morsel_count_nodes(struct morsel *m, u64 start, u64 end, u64 *pages,
+		       unsigned int nr_nodes)
+{
+	unsigned int order;
+	mentry_t root;
+
+	mutex_lock(&m->lock);
+	order = snapshot(m, &root);
+	count_in(root, order, 0, start, end, pages, nr_nodes);
+	mutex_unlock(&m->lock);
+	return fatal_signal_pending(current) ? -EINTR : 0;
 }
 
 /**
@@ -1508,7 +1571,7 @@ static int break_page(struct morsel *m, struct unshare *u, mentry_t *slot,
 
 	if (!morsel_charge(m, 1))
 		return -ENOSPC;
-	page = src_page_alloc(m->src, false);
+	page = src_page_alloc(m->src, &m->place, false);
 	if (!page) {
 		morsel_uncharge(m, 1);
 		return m->src->full_errno;
@@ -2133,7 +2196,7 @@ static int collapse_table(struct morsel *m, mentry_t *slot, mentry_t e,
 				return -EAGAIN;
 		if (!morsel_charge(m, HUGE_NR))
 			return -ENOSPC;
-		first = src_huge_alloc(m->src, 1, 0);
+		first = src_huge_alloc(m->src, &m->place, 1, 0);
 		if (!first) {
 			morsel_uncharge(m, HUGE_NR);
 			return m->src->full_errno;
@@ -2474,6 +2537,7 @@ void morsel_destroy(struct morsel *m)
 	free_level(m, m->rootp, m->order, 0, morsel_extent(m->order));
 	mutex_unlock(&m->lock);
 	mutex_destroy(&m->lock);
+	morsel_mpol_free(&m->place.own);
 	kfree(m);
 	atomic_long_dec(&morsel_stat_morsels);
 }

@@ -822,6 +822,36 @@ TEST_F(pm, renames_survive)
 	}
 }
 
+/*
+ * A device's pages are where the device is (issue 24): no mpol= at mount
+ * or remount, no file policy; reading the placement works.
+ */
+TEST_F(pm, placement_refused)
+{
+	struct morsel_mpol pol = { .mode = MORSEL_MPOL_BIND, .nodes = 1 };
+	struct morsel_node_pages np = { 0 };
+	char opts[160];
+	int fd;
+
+	ASSERT_EQ(0, umount(DIR));
+	snprintf(opts, sizeof(opts), "pmem=%s,mpol=bind:0", dev());
+	EXPECT_EQ(-1, mount("none", DIR, "morselfs", 0, opts));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, do_mount());
+	EXPECT_EQ(-1, mount("none", DIR, NULL, MS_REMOUNT, "mpol=bind:0"));
+	EXPECT_EQ(EINVAL, errno);
+	put(p("a"), "a");
+	fd = open(p("a"), O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ioctl(fd, MORSEL_IOC_SET_MPOL, &pol));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_GET_MPOL, &pol));
+	EXPECT_EQ(MORSEL_MPOL_INHERIT, pol.mode);
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_NODE_PAGES, &np));
+	EXPECT_EQ(1, np.pages[0]);
+	close(fd);
+}
+
 /* Every refused input names its reason. */
 TEST_F(pm, refused_inputs)
 {

@@ -371,6 +371,21 @@ class MorselTest(unittest.TestCase):
                 self.assertErrno(errno.EINVAL, m.clone_range, m, 0, PG, 2 * PG)
         self.assertEqual(os.stat(q).st_size, 3 * MiB)
 
+    def test_mpol(self):
+        with morsel.create(self.path("placed"), 64 * PG) as m:
+            self.assertEqual(m.mpol(), (morsel.MPOL_INHERIT, []))
+            m.set_mpol(morsel.MPOL_BIND, [0])
+            self.assertEqual(m.mpol(), (morsel.MPOL_BIND, [0]))
+            os.pwrite(m.fileno(), b"z" * (64 * PG), 0)
+            self.assertEqual(m.node_pages(), {0: 64})
+            self.assertEqual(m.node_pages(PG, 2 * PG), {0: 2})
+            # This guest has one node: node 1 has no memory.
+            self.assertErrno(errno.EINVAL, m.set_mpol, morsel.MPOL_BIND, [1])
+            self.assertErrno(errno.EINVAL, m.set_mpol, morsel.MPOL_LOCAL, [0])
+            self.assertRaises(ValueError, m.set_mpol, morsel.MPOL_BIND, [64])
+            m.set_mpol(morsel.MPOL_INHERIT)
+            self.assertEqual(m.mpol(), (morsel.MPOL_INHERIT, []))
+
     def test_memory_manager(self):
         d = os.path.dirname(self.path("x"))
         pid = os.fork()

@@ -19,7 +19,7 @@ static void usage(void)
 		"                                        create a morsel of SIZE bytes (suffixes K M G T),\n"
 		"                                        of at least order N (room to grow while mapped)\n"
 		"       morsel stat PATH...              order, extent, size, pages, 2 MiB leaves,\n"
-		"                                        tables, bound\n"
+		"                                        pages per NUMA node, tables, bound\n"
 		"                                        address and every mapping with its rights\n"
 		"       morsel populate PATH OFFSET LEN  allocate the pages of a range now\n"
 		"       morsel populate-huge PATH OFFSET LEN\n"
@@ -30,6 +30,10 @@ static void usage(void)
 		"                                        into one 2 MiB page (not while mapped)\n"
 		"       morsel huge PATH MODE            the file's own huge mode: never, always,\n"
 		"                                        within_size, advise or inherit (huge=)\n"
+		"       morsel mpol PATH [POLICY]        the file's own NUMA placement: default,\n"
+		"                                        prefer:N, bind:LIST, interleave[:LIST],\n"
+		"                                        local or inherit (mpol=); without POLICY,\n"
+		"                                        print it\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel clone SRC DST             DST shares SRC's pages copy-on-write\n"
 		"                                        (cp --reflink=always; one instance)\n"
@@ -95,6 +99,143 @@ static const char *const huge_names[] = {
 	"never", "always", "within_size", "advise", "inherit",
 };
 
+/* MORSEL_MPOL_* by number (uapi), tmpfs's names. */
+static const char *const mpol_names[] = {
+	"inherit", "default", "prefer", "bind", "interleave", "local",
+};
+
+/* "0-1,3" for the bits of @nodes. */
+static const char *node_list(uint64_t nodes, char *buf, size_t len)
+{
+	size_t at = 0;
+	int n = 0, end;
+
+	buf[0] = 0;
+	while (n < 64) {
+		if (!(nodes >> n & 1)) {
+			n++;
+			continue;
+		}
+		for (end = n; end + 1 < 64 && (nodes >> (end + 1) & 1); end++)
+			;
+		at += snprintf(buf + at, at < len ? len - at : 0, "%s%d", at ? "," : "", n);
+		if (end > n)
+			at += snprintf(buf + at, at < len ? len - at : 0, "-%d", end);
+		n = end + 1;
+	}
+	return buf;
+}
+
+/* A node list "0-1,3" into bits; -EINVAL if it is not one. */
+static int parse_node_list(const char *s, uint64_t *out)
+{
+	unsigned long a, b;
+	char *end;
+
+	*out = 0;
+	if (!*s)
+		return -EINVAL;
+	for (;;) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		a = b = strtoul(s, &end, 10);
+		if (*end == '-') {
+			s = end + 1;
+			if (*s < '0' || *s > '9')
+				return -EINVAL;
+			b = strtoul(s, &end, 10);
+		}
+		if (a > b || b >= 64)
+			return -EINVAL;
+		for (; a <= b; a++)
+			*out |= 1ULL << a;
+		if (!*end)
+			return 0;
+		if (*end != ',')
+			return -EINVAL;
+		s = end + 1;
+	}
+}
+
+/* The pages of @fd on each node, as "0: N, 1: M" (nodes with pages). */
+static void print_nodes(int fd)
+{
+	uint64_t pages[MORSEL_MAX_NODES];
+	unsigned int mode;
+	uint64_t nodes;
+	int n, any = 0;
+	char b[200];
+
+	if (morsel_node_pages(fd, 0, 0, pages))
+		return;
+	printf("nodes:   ");
+	for (n = 0; n < MORSEL_MAX_NODES; n++)
+		if (pages[n]) {
+			printf("%s node %d %" PRIu64 " pages", any ? "," : "", n, pages[n]);
+			any = 1;
+		}
+	printf("%s\n", any ? "" : " no pages");
+	if (morsel_get_mpol(fd, &mode, &nodes) || mode >= 6)
+		return;
+	if (mode == MORSEL_MPOL_INHERIT || mode == MORSEL_MPOL_DEFAULT ||
+	    mode == MORSEL_MPOL_LOCAL)
+		printf("mpol:     %s\n", mpol_names[mode]);
+	else
+		printf("mpol:     %s:%s\n", mpol_names[mode], node_list(nodes, b, sizeof(b)));
+}
+
+/* MORSEL_IOC_SET_MPOL from tmpfs's mpol= syntax (and inherit); or print it. */
+static int cmd_mpol(const char *path, const char *policy)
+{
+	char name[32], b[200];
+	const char *list;
+	unsigned int mode;
+	uint64_t nodes = 0;
+	size_t len;
+	int fd, err;
+
+	if (!policy) {
+		fd = morsel_open(path, O_RDONLY);
+		err = fd < 0 ? fd : morsel_get_mpol(fd, &mode, &nodes);
+		if (fd >= 0)
+			close(fd);
+		if (err || mode >= 6) {
+			fprintf(stderr, "morsel: %s: %s\n", path, strerror(err ? -err : EPROTO));
+			return 1;
+		}
+		printf("%s%s%s\n", mpol_names[mode], nodes ? ":" : "",
+		       nodes ? node_list(nodes, b, sizeof(b)) : "");
+		return 0;
+	}
+	list = strchr(policy, ':');
+	len = list ? (size_t)(list - policy) : strlen(policy);
+	if (len >= sizeof(name))
+		len = sizeof(name) - 1;
+	memcpy(name, policy, len);
+	name[len] = 0;
+	for (mode = 0; mode < 6 && strcmp(name, mpol_names[mode]); mode++)
+		;
+	if (mode == 6 || (list && parse_node_list(list + 1, &nodes))) {
+		fprintf(stderr, "morsel: policy '%s': default, prefer:N, bind:LIST, interleave[:LIST], local or inherit\n",
+			policy);
+		return 2;
+	}
+	if (mode == MORSEL_MPOL_PREFERRED && !list)
+		mode = MORSEL_MPOL_LOCAL;	/* as tmpfs's "prefer" */
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = morsel_set_mpol(fd, mode, nodes);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "morsel: mpol %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_stat(const char *path)
 {
 	struct morsel_mapping maps[64];
@@ -109,10 +250,10 @@ static int cmd_stat(const char *path)
 	}
 	err = morsel_stat(fd, &st);
 	n = err ? 0 : morsel_mappings(fd, maps, 64);
-	close(fd);
 	if (!err && n < 0)
 		err = n;
 	if (err) {
+		close(fd);
 		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-err));
 		return 1;
 	}
@@ -124,6 +265,8 @@ static int cmd_stat(const char *path)
 	printf("huge:     %" PRIu64 " 2 MiB leaves, %" PRIu64 " 1 GiB leaves, mode %s\n",
 	       (uint64_t)st.huge, (uint64_t)st.huge1g, st.huge_mode < 4 ?
 	       huge_names[st.huge_mode] : "?");
+	print_nodes(fd);
+	close(fd);
 	printf("tables:   pte %" PRIu64 " pmd %" PRIu64 " pud %" PRIu64 " p4d %" PRIu64 "\n",
 	       (uint64_t)st.tables[0], (uint64_t)st.tables[1],
 	       (uint64_t)st.tables[2], (uint64_t)st.tables[3]);
@@ -513,6 +656,8 @@ int main(int argc, char **argv)
 		return cmd_range(argv[1], argv[2], argv[3], argv[4]);
 	if (!strcmp(argv[1], "huge") && argc == 4)
 		return cmd_huge(argv[2], argv[3]);
+	if (!strcmp(argv[1], "mpol") && (argc == 3 || argc == 4))
+		return cmd_mpol(argv[2], argc == 4 ? argv[3] : NULL);
 	if (!strcmp(argv[1], "bind") && argc == 4)
 		return cmd_bind(argv[2], argv[3]);
 	if (!strcmp(argv[1], "clone") && argc == 4)

@@ -46,7 +46,8 @@ __all__ = [
     "WRITE", "EXEC",
     "MAX_ORDER", "PAGE_SIZE", "MAPPING_MOUNTED", "MAPPING_HIDDEN",
     "HUGE_NEVER", "HUGE_ALWAYS", "HUGE_WITHIN_SIZE", "HUGE_ADVISE",
-    "HUGE_INHERIT",
+    "HUGE_INHERIT", "MPOL_INHERIT", "MPOL_DEFAULT", "MPOL_PREFERRED",
+    "MPOL_BIND", "MPOL_INTERLEAVE", "MPOL_LOCAL",
     "library_path", "cache_map", "cache_stats", "CachedFile", "CacheStats",
 ]
 
@@ -65,6 +66,9 @@ MAX_ORDER = _lib.MORSEL_MAX_ORDER
 PAGE_SIZE = 4096
 # Huge-page modes (MORSEL_HUGE_*): Morsel.set_huge(), Stat.huge_mode.
 HUGE_NEVER, HUGE_ALWAYS, HUGE_WITHIN_SIZE, HUGE_ADVISE, HUGE_INHERIT = range(5)
+# Placement policies (MORSEL_MPOL_*): Morsel.set_mpol(), Morsel.mpol().
+(MPOL_INHERIT, MPOL_DEFAULT, MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE,
+ MPOL_LOCAL) = range(6)
 #: :attr:`MappingInfo.flags` bits.
 MAPPING_MOUNTED = _lib.MORSEL_MAPPING_MOUNTED
 MAPPING_HIDDEN = _lib.MORSEL_MAPPING_HIDDEN
@@ -416,6 +420,47 @@ class Morsel:
         :data:`HUGE_ALWAYS`, :data:`HUGE_WITHIN_SIZE`, :data:`HUGE_ADVISE`,
         or :data:`HUGE_INHERIT` to follow the mount's ``huge=``."""
         _check(_lib.set_huge(self.fileno(), int(mode)), self.path)
+
+    def set_mpol(self, mode, nodes=()):
+        """Set the file's own NUMA placement for its later pages: one of
+        :data:`MPOL_INHERIT` (follow the mount's ``mpol=``),
+        :data:`MPOL_DEFAULT` (the allocating task's own policy),
+        :data:`MPOL_PREFERRED` (one node), :data:`MPOL_BIND`,
+        :data:`MPOL_INTERLEAVE` or :data:`MPOL_LOCAL`, with *nodes* an
+        iterable of node numbers (0..63).  A node without memory or a bad
+        combination gives ``OSError(EINVAL)``; a persistent instance
+        ``OSError(EOPNOTSUPP)``."""
+        if _lib.set_mpol is None:
+            raise OSError(errno.ENOSYS, "libmorsel older than 1.4: no placement")
+        mask = 0
+        for node in nodes:
+            node = operator.index(node)
+            if not 0 <= node < _lib.MORSEL_MAX_NODES:
+                raise ValueError("node must be in [0, 64): %d" % node)
+            mask |= 1 << node
+        _check(_lib.set_mpol(self.fileno(), operator.index(mode), mask),
+               self.path)
+
+    def mpol(self):
+        """The file's own placement as ``(mode, [nodes])``
+        (``(MPOL_INHERIT, [])`` when it follows the mount's)."""
+        if _lib.get_mpol is None:
+            raise OSError(errno.ENOSYS, "libmorsel older than 1.4: no placement")
+        mode, mask = ctypes.c_uint(), ctypes.c_uint64()
+        _check(_lib.get_mpol(self.fileno(), ctypes.byref(mode),
+                             ctypes.byref(mask)), self.path)
+        return mode.value, [n for n in range(64) if mask.value >> n & 1]
+
+    def node_pages(self, offset=0, length=0):
+        """Populated pages of ``[offset, offset + length)`` (*length* 0: to
+        the end of the file) per NUMA node, as ``{node: pages}`` for the
+        nodes that hold some."""
+        if _lib.node_pages is None:
+            raise OSError(errno.ENOSYS, "libmorsel older than 1.4: no placement")
+        pages = (ctypes.c_uint64 * _lib.MORSEL_MAX_NODES)()
+        _check(_lib.node_pages(self.fileno(), _u64("offset", offset),
+                               _u64("length", length), pages), self.path)
+        return {n: pages[n] for n in range(_lib.MORSEL_MAX_NODES) if pages[n]}
 
     def evict(self, offset=0, length=None):
         """Free the pages of ``[offset, offset + length)``.

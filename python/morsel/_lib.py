@@ -19,6 +19,7 @@ MORSEL_PROT_WRITE = 0x2
 MORSEL_PROT_EXEC = 0x4
 MORSEL_MAPPING_MOUNTED = 0x1
 MORSEL_MAPPING_HIDDEN = 0x2
+MORSEL_MAX_NODES = 64
 # lib/morsel.h
 MORSEL_MAP_FIXED = 0x1
 
@@ -175,3 +176,13 @@ try:
     memory_manager = _declare("morsel_memory_manager", _int)
 except AttributeError:
     set_memory_manager = memory_manager = None
+
+# Placement on NUMA nodes (MORSEL_1.4): None with an older library.
+try:
+    set_mpol = _declare("morsel_set_mpol", _int, _int, _uint, _u64)
+    get_mpol = _declare("morsel_get_mpol", _int, _int,
+                        ctypes.POINTER(_uint), ctypes.POINTER(_u64))
+    node_pages = _declare("morsel_node_pages", _int, _int, _u64, _u64,
+                          ctypes.POINTER(_u64))
+except AttributeError:
+    set_mpol = get_mpol = node_pages = None

@@ -227,6 +227,68 @@ struct morsel_create {
 /* struct morsel_create.flags: the new descriptor is close-on-exec. */
 #define MORSEL_CREATE_CLOEXEC	(1ULL << 0)
 
+/*
+ * Placement policies (mpol.c): the mpol= mount option by name, with
+ * tmpfs's syntax, and MORSEL_IOC_SET_MPOL by number.  A policy decides on
+ * which NUMA node a file's data pages are allocated (tables stay on the
+ * allocating CPU's node).
+ * INHERIT:    the file follows the instance's mpol= (SET_MPOL only).
+ * DEFAULT:    the allocating task's own policy (set_mempolicy(2)).
+ * PREFERRED:  the one node in @nodes, others when it has no free page.
+ * BIND:       only the nodes in @nodes, nearest to the allocating CPU
+ *             first.
+ * INTERLEAVE: the nodes in @nodes in turn, one leaf (4 KiB or 2 MiB)
+ *             each; no nodes: every node with memory.
+ * LOCAL:      the allocating CPU's node, others when it has none free.
+ */
+#define MORSEL_MPOL_INHERIT	0
+#define MORSEL_MPOL_DEFAULT	1
+#define MORSEL_MPOL_PREFERRED	2
+#define MORSEL_MPOL_BIND	3
+#define MORSEL_MPOL_INTERLEAVE	4
+#define MORSEL_MPOL_LOCAL	5
+
+/* Nodes a struct morsel_mpol and struct morsel_node_pages can name. */
+#define MORSEL_MAX_NODES	64
+
+/**
+ * struct morsel_mpol - argument of MORSEL_IOC_SET_MPOL and GET_MPOL
+ * @mode:     a MORSEL_MPOL_* mode: in for SET_MPOL; out for GET_MPOL (the
+ *            file's own, INHERIT when it has none).
+ * @nodes:    bit N for node N: one node for PREFERRED, at least one for
+ *            BIND, any for INTERLEAVE (none: every node with memory), none
+ *            for the others.  Every node must have memory.
+ * @flags:    in: must be 0.
+ * @reserved: in: must be 0; out: 0.
+ *
+ * SET_MPOL needs a file opened for writing; it decides where the file's
+ * later allocations go (faults, write, populate, fallocate).  Pages
+ * already there stay where they are.
+ */
+struct morsel_mpol {
+	__u64 mode;
+	__u64 nodes;
+	__u64 flags;
+	__u64 reserved[5];
+};
+
+/**
+ * struct morsel_node_pages - argument of MORSEL_IOC_NODE_PAGES
+ * @offset:   in: start of the range, page aligned.
+ * @length:   in: its length, page aligned; 0: to the end of the file.
+ * @flags:    in: must be 0.
+ * @reserved: in: must be 0; out: 0.
+ * @pages:    out: populated 4 KiB data pages of the range on each node
+ *            (a page a clone shares counts in each file that holds it).
+ */
+struct morsel_node_pages {
+	__u64 offset;
+	__u64 length;
+	__u64 flags;
+	__u64 reserved[5];
+	__u64 pages[MORSEL_MAX_NODES];
+};
+
 #define MORSEL_IOC_MAGIC	0xB9
 #define MORSEL_IOC_STAT		_IOWR(MORSEL_IOC_MAGIC, 0x01, struct morsel_stat)
 #define MORSEL_IOC_POPULATE	_IOW(MORSEL_IOC_MAGIC, 0x02, struct morsel_range)
@@ -237,5 +299,8 @@ struct morsel_create {
 #define MORSEL_IOC_CREATE	_IOW(MORSEL_IOC_MAGIC, 0x07, struct morsel_create)
 #define MORSEL_IOC_SET_HUGE	_IOW(MORSEL_IOC_MAGIC, 0x08, struct morsel_huge)
 #define MORSEL_IOC_COLLAPSE	_IOW(MORSEL_IOC_MAGIC, 0x09, struct morsel_range)
+#define MORSEL_IOC_SET_MPOL	_IOW(MORSEL_IOC_MAGIC, 0x0a, struct morsel_mpol)
+#define MORSEL_IOC_GET_MPOL	_IOWR(MORSEL_IOC_MAGIC, 0x0b, struct morsel_mpol)
+#define MORSEL_IOC_NODE_PAGES	_IOWR(MORSEL_IOC_MAGIC, 0x0c, struct morsel_node_pages)
 
 #endif /* _UAPI_LINUX_MORSEL_H */
