@@ -155,6 +155,22 @@ int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
 	return 0;
 }
 
+int morsel_migrate(int fd, uint64_t offset, uint64_t length, unsigned int node,
+		   struct morsel_migrate *res)
+{
+	struct morsel_migrate r;
+
+	memset(&r, 0, sizeof(r));
+	r.offset = offset;
+	r.length = length;
+	r.node = node;
+	if (ioctl(fd, MORSEL_IOC_MIGRATE, &r))
+		return NEG_ERRNO;
+	if (res)
+		*res = r;
+	return 0;
+}
+
 /* PR_SET_MEMORY_MANAGER takes the directory's fd, which we close after. */
 int morsel_set_memory_manager(const char *dir)
 {

@@ -132,9 +132,14 @@ int morsel_memory_manager(void);
  * instance.  morsel_get_mpol() reads the file's own (INHERIT if none).
  * morsel_node_pages() counts the populated pages of [@offset, + @length)
  * (@length 0: to the end of the file) on each node into
- * @pages[MORSEL_MAX_NODES].
+ * @pages[MORSEL_MAX_NODES].  morsel_migrate() moves the range's pages to
+ * @node while any number of processes map the file, and fills @res (if
+ * not NULL) with what moved and what stayed (pinned, shared with a clone
+ * or under a 1 GiB page, no memory on the node).
  */
 int morsel_set_mpol(int fd, unsigned int mode, uint64_t nodes);
+int morsel_migrate(int fd, uint64_t offset, uint64_t length, unsigned int node,
+		   struct morsel_migrate *res);
 int morsel_get_mpol(int fd, unsigned int *mode, uint64_t *nodes);
 int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
 		      uint64_t *pages);

@@ -501,6 +501,32 @@ int morsel_collapse_range(struct inode *inode, u64 start, u64 end)
 	return err;
 }
 
+/**
+ * morsel_migrate_range - MORSEL_IOC_MIGRATE of [@start, @end) to node @nid
+ *
+ * Page-by-page mappings of the range lose their pages first (they hold a
+ * reference each, and fault the new ones in); the invalidate lock keeps
+ * their faults out, m->migrating sends mounted faults through m->lock,
+ * once the lock-free ones in flight are done (morsel_walk_srcu), so no
+ * fault fills a leaf that tree.c cleared to move it.  Caller holds the
+ * inode lock exclusively.
+ */
+int morsel_migrate_range(struct inode *inode, u64 start, u64 end, int nid,
+			 struct morsel_migrate *res)
+{
+	struct morsel *m = inode->i_private;
+	int err;
+
+	filemap_invalidate_lock(inode->i_mapping);
+	WRITE_ONCE(m->migrating, true);
+	synchronize_srcu(&morsel_walk_srcu);
+	morsel_zap_paged(inode, start, end, false);
+	err = morsel_migrate(m, inode->i_mapping, start, end, nid, res);
+	WRITE_ONCE(m->migrating, false);
+	filemap_invalidate_unlock(inode->i_mapping);
+	return err;
+}
+
 /*
  * Mode 0 and FALLOC_FL_KEEP_SIZE populate the range (mode 0 also grows the
  * file, raising the order if needed; past RLIMIT_FSIZE it is SIGXFSZ and

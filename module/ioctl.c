@@ -5,7 +5,8 @@
  * Every argument is a struct of __u64 fields; flags and reserved fields
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
  * Operations that change the morsel (populate, evict, collapse, bind, set
- * the minimum order, the huge-page mode or the placement policy) need a
+ * the minimum order, the huge-page mode or the placement policy, move
+ * pages to another node) need a
  * file opened for writing
  * (-EBADF otherwise) and one not immutable (-EPERM); of an append-only
  * file, only populate.
@@ -17,7 +18,7 @@
  * Locking: arguments are copied in before any lock is taken (a user
  * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
  * inode lock shared (faults populate concurrently, lock-free); EVICT,
- * COLLAPSE (file.c), SET_HUGE and SET_MPOL hold it exclusive (mpol.c
+ * COLLAPSE, MIGRATE (file.c), SET_HUGE and SET_MPOL hold it exclusive (mpol.c
  * keeps a replaced policy until allocations that read it are done;
  * GET_MPOL reads under its SRCU), and so does
  * SET_MIN_ORDER (size.c); STAT, BIND, NODE_PAGES
@@ -259,6 +260,42 @@ out:
 	return err;
 }
 
+/*
+ * Move a range's pages to a node (file.c morsel_migrate_range).  The node
+ * must have memory; a device's pages stay where the device is.
+ */
+static long ioc_migrate(struct inode *inode, struct morsel *m,
+			struct morsel_migrate __user *arg)
+{
+	struct morsel_migrate r;
+	u64 end, size;
+	long err;
+
+	if (copy_from_user(&r, arg, sizeof(r)))
+		return -EFAULT;
+	if (r.flags || !all_zero(r.reserved, sizeof(r.reserved)) ||
+	    r.node >= MAX_NUMNODES || !node_state(r.node, N_MEMORY) ||
+	    !PAGE_ALIGNED(r.offset) || !PAGE_ALIGNED(r.length) ||
+	    r.offset + r.length < r.offset)
+		return -EINVAL;
+	if (m->pm)
+		return -EOPNOTSUPP;
+	/* Out only: whatever the caller left there is not added to. */
+	r.moved = 0;
+	r.pinned = 0;
+	r.shared = 0;
+	r.failed = 0;
+	inode_lock(inode);
+	size = PAGE_ALIGN(i_size_read(inode));
+	end = r.length ? r.offset + r.length : max(size, r.offset);
+	err = end > size ? -EINVAL :
+	      morsel_migrate_range(inode, r.offset, end, r.node, &r);
+	inode_unlock(inode);
+	if (copy_to_user(arg, &r, sizeof(r)))
+		err = err ?: -EFAULT;
+	return err;
+}
+
 static long ioc_min_order(struct inode *inode,
 			  struct morsel_min_order __user *arg)
 {
@@ -447,6 +484,7 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_SET_MIN_ORDER:
 	case MORSEL_IOC_SET_HUGE:
 	case MORSEL_IOC_SET_MPOL:
+	case MORSEL_IOC_MIGRATE:
 		break;
 	default:
 		return -ENOTTY;
@@ -471,6 +509,8 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ioc_set_huge(inode, m, uarg);
 	case MORSEL_IOC_SET_MPOL:
 		return ioc_set_mpol(inode, m, uarg);
+	case MORSEL_IOC_MIGRATE:
+		return ioc_migrate(inode, m, uarg);
 	default:
 		return ioc_bind(inode, m, uarg);
 	}

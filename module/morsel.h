@@ -81,6 +81,7 @@ unsigned long morsel_pool_free(struct morsel_pool *p);
 struct seq_file;
 struct morsel_policy *morsel_mpol_parse(const char *str);
 struct morsel_policy *morsel_mpol_from_user(const struct morsel_mpol *u);
+struct morsel_policy *morsel_mpol_target(int nid);
 void morsel_mpol_to_user(struct morsel_policy __rcu **pp, struct morsel_mpol *u);
 void morsel_mpol_show(struct seq_file *seq, struct morsel_policy __rcu **pp);
 void morsel_mpol_set(struct morsel_policy __rcu **pp, struct morsel_policy *p);
@@ -176,6 +177,8 @@ struct morsel_sb {
  *              wait for GUP's readers of PUD leaves; never cleared).
  * @cow:        took part in a clone, so parts of its tree may be shared
  *              (tree.c); then our walkers hold @lock.  Never cleared.
+ * @migrating:  pages are moving to another node (file.c
+ *              morsel_migrate_range): faults hold @lock meanwhile.
  * @anon:       0, or MORSEL_ANON_* for a process's anonymous memory
  *              (anon.c); set before the file is mapped, never changed.
  * @anon_mounts: mounted anonymous VMAs map it (anonmnt.c): mappers are
@@ -211,6 +214,7 @@ struct morsel {
 	atomic_long_t nr_huge1g;
 	bool had_huge1g;
 	bool cow;
+	bool migrating;
 	bool anon_mounts;
 	u8 anon;
 	struct task_struct *walker;
@@ -288,6 +292,8 @@ loff_t morsel_seek(struct morsel *m, u64 off, u64 end, bool data);
 unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end);
 int morsel_count_nodes(struct morsel *m, u64 start, u64 end, u64 *pages,
 		       unsigned int nr_nodes);
+int morsel_migrate(struct morsel *m, struct address_space *mapping,
+		   u64 start, u64 end, int nid, struct morsel_migrate *res);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
 unsigned int morsel_poison_shared(struct morsel *m, struct page *page);
 extern struct file_system_type morselfs_type;
@@ -360,6 +366,8 @@ extern const struct file_operations morsel_anon_fops;
 int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
 vm_fault_t morsel_page_fault(struct vm_fault *vmf, bool own);
 int morsel_collapse_range(struct inode *inode, u64 start, u64 end);
+int morsel_migrate_range(struct inode *inode, u64 start, u64 end, int nid,
+			 struct morsel_migrate *res);
 void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 		      bool even_cows);
 
@@ -478,6 +486,7 @@ extern atomic_long_t morsel_stat_huge1g;
 extern atomic_long_t morsel_stat_huge1g_splits;
 extern atomic_long_t morsel_stat_huge1g_fallbacks;
 extern atomic_long_t morsel_stat_huge1g_free;	/* pool.c */
+extern atomic_long_t morsel_stat_migrated;
 int morsel_stats_init(void);
 void morsel_stats_exit(void);
 

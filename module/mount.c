@@ -518,8 +518,10 @@ void morsel_flush_mappers_tables(struct morsel *m, u64 start, u64 end,
  * of @vma and let @install put it into the process's tables
  *
  * A clone's tree is walked under m->lock (tree.c): a write fault there
- * gives this morsel its own copy of what it writes.  A clone that starts
- * meanwhile waits for this walk (morsel_walk_srcu).  For ->pgtable_fault
+ * gives this morsel its own copy of what it writes; so is one whose pages
+ * move to another node (file.c morsel_migrate_range), whose cleared
+ * leaves no fault may fill.  A clone or migration that starts meanwhile
+ * waits for this walk (morsel_walk_srcu).  For ->pgtable_fault
  * of mounted files and of mounted anonymous memory (anonmnt.c).
  * Return: the fault's answer (size= reached is SIGBUS, as on tmpfs).
  */
@@ -533,10 +535,12 @@ vm_fault_t morsel_fault_in(struct vm_fault *vmf, struct morsel *m, u64 off,
 	struct page *page;
 
 	idx = srcu_read_lock(&morsel_walk_srcu);
-	if (READ_ONCE(m->cow)) {
+	if (READ_ONCE(m->cow) || READ_ONCE(m->migrating)) {
 		srcu_read_unlock(&morsel_walk_srcu, idx);
 		morsel_walk_lock(m);
-		page = morsel_get(m, off, hint, vmf->flags & FAULT_FLAG_WRITE);
+		page = READ_ONCE(m->cow) ?
+		       morsel_get(m, off, hint, vmf->flags & FAULT_FLAG_WRITE) :
+		       morsel_populate(m, off, hint);
 		if (!IS_ERR(page))
 			err = install(vma, addr, off);
 		morsel_walk_unlock(m);

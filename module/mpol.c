@@ -35,11 +35,14 @@
  *          changes).
  * @nodes:  the nodes of PREFERRED (one), BIND and INTERLEAVE.
  * @next:   INTERLEAVE: the count of pages placed so far.
+ * @gfp:    flags added to every allocation (a migration's target: that
+ *          node only, and no reclaim beyond a light attempt).
  * @rcu:    for the free after a grace period.
  */
 struct morsel_policy {
 	unsigned int mode;
 	unsigned int flags;
+	gfp_t gfp;
 	nodemask_t nodes;
 	atomic_t next;
 	struct rcu_head rcu;
@@ -192,6 +195,26 @@ struct morsel_policy *morsel_mpol_from_user(const struct morsel_mpol *u)
 	return policy_new(u->mode, 0, &nodes);
 }
 
+/**
+ * morsel_mpol_target - a policy that allocates on node @nid or fails
+ *
+ * For migration (tree.c morsel_migrate): never another node, and no OOM
+ * kill for want of memory there (the page stays where it is).  Never
+ * published; the caller frees it with kfree.
+ */
+struct morsel_policy *morsel_mpol_target(int nid)
+{
+	struct morsel_policy *p;
+	nodemask_t nodes;
+
+	nodes_clear(nodes);
+	node_set(nid, nodes);
+	p = policy_new(MORSEL_MPOL_PREFERRED, 0, &nodes);
+	if (!IS_ERR(p))
+		p->gfp = __GFP_THISNODE | __GFP_NORETRY | __GFP_NOWARN;
+	return p;
+}
+
 /* A file's own policy for MORSEL_IOC_GET_MPOL (INHERIT when none). */
 void morsel_mpol_to_user(struct morsel_policy __rcu **pp, struct morsel_mpol *u)
 {
@@ -289,6 +312,8 @@ static int interleave_node(struct morsel_policy *p)
 static struct page *policy_alloc(struct morsel_policy *p, gfp_t gfp,
 				 unsigned int order)
 {
+	if (p)
+		gfp |= p->gfp;
 	switch (p ? p->mode : MORSEL_MPOL_DEFAULT) {
 	case MORSEL_MPOL_PREFERRED:
 		return alloc_pages_node(first_node(p->nodes), gfp, order);
@@ -341,7 +366,8 @@ unsigned int morsel_mpol_alloc_bulk(const struct morsel_ram *r,
 
 	idx = srcu_read_lock(&morsel_mpol_srcu);
 	p = policy_of(r, pl);
-	switch (p ? p->mode : MORSEL_MPOL_DEFAULT) {
+	switch (p && p->gfp ? MORSEL_MPOL_INHERIT :	/* page by page */
+		p ? p->mode : MORSEL_MPOL_DEFAULT) {
 	case MORSEL_MPOL_PREFERRED:
 		got = alloc_pages_bulk_array_node(gfp, first_node(p->nodes),
 						  nr, pages);

@@ -87,7 +87,9 @@
  *   one's pages go one by one.  Collapsing makes 2 MiB leaves only.
  */
 #include <linux/highmem.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/srcu.h>
@@ -2264,6 +2266,272 @@ int morsel_collapse(struct morsel *m, u64 start, u64 end)
 			return -EINTR;
 		cond_resched();
 	}
+	return err;
+}
+
+/*
+ * ---- Moving pages between nodes (MORSEL_IOC_MIGRATE) ----
+ *
+ * A batch of leaves is chosen and their new pages are allocated first,
+ * on the target node and charged to the old pages' memory cgroups; then,
+ * under m->lock, each leaf is cleared under its table's split lock (as
+ * GUP reads it), every mapper is flushed once (TLBs and secondary MMUs),
+ * and each page nobody else holds (its count is the tree's one
+ * reference) is copied and its new leaf stored, keeping the old leaf's
+ * accessed and dirty bits.  A page someone holds (a GUP pin, which could
+ * still write it) gets its old leaf back.  No fault can fill a cleared
+ * slot meanwhile: the caller set m->migrating, so faults take m->lock
+ * (mount.c morsel_fault_in), and holds the locks that keep out the rest.
+ */
+#define MIGRATE_BATCH	8192	/* pages per flush (32 MiB) */
+
+struct migrating {
+	mentry_t *slot;
+	mentry_t leaf;		/* as chosen; then as cleared */
+	struct page *new;	/* NULL: left (and counted) */
+	u64 off;		/* of the leaf's first page */
+	int level;
+};
+
+/* The memory cgroup @page is charged to, with a reference, or NULL. */
+static struct mem_cgroup *page_memcg_get(struct page *page)
+{
+	struct mem_cgroup *memcg;
+
+	rcu_read_lock();
+	do {
+		memcg = folio_memcg(page_folio(page));
+	} while (memcg && !css_tryget(&memcg->css));
+	rcu_read_unlock();
+	return memcg;
+}
+
+/* A new page (or 2 MiB block) for the leaf @e of @level, where @to says. */
+static struct page *migrate_alloc(struct morsel *m, mentry_t e, int level,
+				  const struct morsel_place *to)
+{
+	struct mem_cgroup *memcg = page_memcg_get(entry_page(e)), *old;
+	struct page *page;
+
+	old = set_active_memcg(memcg);
+	page = level ? src_huge_alloc(m->src, to, level, 0) :
+		       src_page_alloc(m->src, to, false);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
+	return page;
+}
+
+static void migrate_free_new(struct morsel *m, struct migrating *it)
+{
+	if (it->level)
+		src_huge_free(m->src, it->new, it->level);
+	else
+		src_page_free(m->src, it->new);
+	it->new = NULL;
+}
+
+/* Whether only the tree holds the pages under @e (no pin, no mapping). */
+static bool leaf_unheld(mentry_t e, int level)
+{
+	unsigned long i;
+
+	for (i = 0; i < MORSEL_LEAF_PAGES(level); i++)
+		if (page_count(entry_page(e) + i) != 1)
+			return false;
+	return true;
+}
+
+static spinlock_t *slot_ptl(struct morsel *m, mentry_t *slot)
+{
+	return slot == m->rootp ? NULL : ptlock_ptr(virt_to_ptdesc(slot));
+}
+
+static void slot_store(struct morsel *m, mentry_t *slot, mentry_t v,
+		       mentry_t *old)
+{
+	spinlock_t *ptl = slot_ptl(m, slot);
+
+	if (ptl)
+		spin_lock(ptl);
+	if (old)
+		*old = txchg(m, slot, v);
+	else
+		tstore(m, slot, v);
+	if (ptl)
+		spin_unlock(ptl);
+}
+
+/*
+ * Choose the leaves of [*@cur, @end) for one batch and allocate their new
+ * pages (no lock of the tree's: the caller's locks keep every leaf where
+ * it is, faults only fill holes).  Return: how many items.
+ */
+static unsigned int migrate_choose(struct morsel *m, u64 *cur, u64 end,
+				   int nid, const struct morsel_place *to,
+				   struct migrating *items,
+				   struct morsel_migrate *res)
+{
+	unsigned int n = 0, pages = 0;
+	u64 off = *cur, span;
+	mentry_t *slot, e;
+	int level;
+
+	while (off < end && pages < MIGRATE_BATCH) {
+		span = PAGE_SIZE;
+		e = 0;
+		slot = walk(m, off, false, &span, &e, &level);
+		if (!slot || !e || e == MORSEL_POISON) {
+			off = round_down(off, span) + span;
+			continue;
+		}
+		span = level_span(level);
+		off = round_down(off, span);
+		if (level == 2 || leaf_shared(e, level)) {
+			res->shared += MORSEL_LEAF_PAGES(level);
+		} else if (page_to_nid(entry_page(e)) != nid) {
+			struct migrating *it = &items[n];
+
+			*it = (struct migrating) { .slot = slot, .leaf = e,
+						   .off = off, .level = level };
+			it->new = migrate_alloc(m, e, level, to);
+			if (it->new) {
+				n++;
+				pages += MORSEL_LEAF_PAGES(level);
+			} else {
+				res->failed += MORSEL_LEAF_PAGES(level);
+			}
+		}
+		off += span;
+		if (!(off & (level_span(1) - 1)))
+			cond_resched();
+	}
+	*cur = off;
+	return n;
+}
+
+/* Move the chosen leaves, under m->lock (top of this section). */
+static void migrate_batch(struct morsel *m, struct address_space *mapping,
+			  struct migrating *items, unsigned int n,
+			  struct morsel_migrate *res)
+{
+	u64 lo = U64_MAX, hi = 0, nr;
+	bool copies = false;
+	struct page *old;
+	unsigned int i, j;
+	mentry_t e;
+
+	lockdep_assert_held(&m->lock);
+	for (i = 0; i < n; i++) {
+		struct migrating *it = &items[i];
+		spinlock_t *ptl = slot_ptl(m, it->slot);
+
+		if (ptl)
+			spin_lock(ptl);
+		e = READ_ONCE(*it->slot);
+		/* The same leaf (A and D bits aside) is cleared. */
+		if (e && e != MORSEL_POISON && entry_page(e) ==
+		    entry_page(it->leaf) && entry_huge(e) == !!it->level)
+			it->leaf = txchg(m, it->slot, 0);
+		else
+			it->leaf = 0;
+		if (ptl)
+			spin_unlock(ptl);
+		if (!it->leaf) {
+			migrate_free_new(m, it);
+			continue;
+		}
+		lo = min(lo, it->off);
+		hi = max(hi, it->off + level_span(it->level));
+		copies |= !it->off;
+	}
+	if (lo >= hi)
+		return;
+	/* Order-0 copies of page 0 (mount.c) hold no reference: unmap them. */
+	if (copies && (!m->order || morsel_order0_mapped(m)))
+		unmap_mapping_range(mapping, 0, PAGE_SIZE, 0);
+	morsel_flush_mappers(m, lo, hi);
+	for (i = 0; i < n; i++) {
+		struct migrating *it = &items[i];
+
+		if (!it->new)
+			continue;
+		nr = MORSEL_LEAF_PAGES(it->level);
+		if (!leaf_unheld(it->leaf, it->level)) {
+			slot_store(m, it->slot, it->leaf, NULL);
+			migrate_free_new(m, it);
+			res->pinned += nr;
+			continue;
+		}
+		old = entry_page(it->leaf);
+		for (j = 0; j < nr; j++) {
+			copy_highpage(it->new + j, old + j);
+			page_owned(m, it->new + j,
+				   it->off + ((u64)j << PAGE_SHIFT));
+		}
+		e = it->level ? huge_entry(it->new, it->level) :
+				page_entry(it->new);
+		slot_store(m, it->slot,
+			   e | (it->leaf & (_PAGE_ACCESSED | _PAGE_DIRTY)), NULL);
+		if (it->level)
+			huge_release(m, old, it->level);
+		else
+			page_release(m, old);
+		res->moved += nr;
+		atomic_long_add(nr, &morsel_stat_migrated);
+		cond_resched();
+	}
+}
+
+/**
+ * morsel_migrate - move the pages of [@start, @end) to node @nid
+ * @mapping: the file's, for its order-0 copies
+ * @res:     counts what moved and what was left, and why (added to)
+ *
+ * The caller holds the inode lock and the invalidate lock exclusively,
+ * set m->migrating and waited for the lock-free walkers, and unmapped the
+ * range's page-by-page mappings.  A 2 MiB leaf the range touches moves
+ * whole; a 1 GiB leaf, a page a clone shares and a failed page stay.
+ * Return: 0, -ENOMEM (no batch), -EINTR (a fatal signal; what was moved
+ * stays moved) or an error from making a clone's tables this file's own.
+ */
+int morsel_migrate(struct morsel *m, struct address_space *mapping,
+		   u64 start, u64 end, int nid, struct morsel_migrate *res)
+{
+	struct morsel_place to = { };
+	struct migrating *items;
+	struct morsel_policy *p;
+	u64 cur = start;
+	unsigned int n;
+	int err = 0;
+
+	end = min(end, morsel_extent(READ_ONCE(m->order)));
+	if (start >= end)
+		return 0;
+	p = morsel_mpol_target(nid);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
+	RCU_INIT_POINTER(to.own, p);
+	items = kvmalloc_array(MIGRATE_BATCH, sizeof(*items), GFP_KERNEL);
+	if (!items) {
+		kfree(p);
+		return -ENOMEM;
+	}
+	/* A clone's shared tables become this file's: its leaves change. */
+	if (READ_ONCE(m->cow)) {
+		mutex_lock(&m->lock);
+		err = morsel_unshare(m, start, end, MORSEL_UNSHARE_TABLES);
+		mutex_unlock(&m->lock);
+	}
+	while (!err && cur < end) {
+		n = migrate_choose(m, &cur, end, nid, &to, items, res);
+		mutex_lock(&m->lock);
+		migrate_batch(m, mapping, items, n, res);
+		mutex_unlock(&m->lock);
+		if (fatal_signal_pending(current))
+			err = -EINTR;
+	}
+	kvfree(items);
+	kfree(p);
 	return err;
 }
 

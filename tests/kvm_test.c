@@ -15,6 +15,10 @@
  *                      it (MORSEL_IOC_EVICT, fallocate PUNCH_HOLE,
  *                      MADV_REMOVE); the guest must then read 0 like the
  *                      host, and host and guest must share the new page.
+ *   migrate_*          (issue 24) the page the guest mapped moves to the
+ *                      other NUMA node (MORSEL_IOC_MIGRATE): the guest
+ *                      reads the same byte from the new page and shares it
+ *                      with the host (needs vm/run --numa 2; else SKIP).
  *   guest_reads_and_writes  the guest program itself, as a sanity check.
  *   failed_page_sigbus_to_the_vcpu  a memory error in the page the guest
  *                      has mapped (docs/memory-errors.md): its next access
@@ -665,6 +669,78 @@ EVICT_TEST(evict_punch_hole_after_guest_read, EVICT_PUNCH_HOLE, false)
 EVICT_TEST(evict_punch_hole_after_guest_write, EVICT_PUNCH_HOLE, true)
 EVICT_TEST(evict_madv_remove_after_guest_read, EVICT_MADV_REMOVE, false)
 EVICT_TEST(evict_madv_remove_after_guest_write, EVICT_MADV_REMOVE, true)
+
+/* The node page 0 of the file is on (NODE_PAGES), or -1. */
+static int page0_node(int fd)
+{
+	struct morsel_node_pages np = { .offset = 0, .length = PG };
+	int n;
+
+	if (ioctl(fd, MORSEL_IOC_NODE_PAGES, &np))
+		return -1;
+	for (n = 0; n < MORSEL_MAX_NODES; n++)
+		if (np.pages[n])
+			return n;
+	return -1;
+}
+
+/*
+ * Migration (issue 24): the guest has read (read-only SPTE) or
+ * incremented (writable SPTE) the first page; the host moves it to the
+ * other node (MORSEL_IOC_MIGRATE).  The secondary MMU must drop the old
+ * page: the guest reads the same byte from the new one, sees a host write
+ * into it, and the host sees the guest's next increment.  Needs a guest
+ * with two nodes (vm/run --numa 2; tests/run-all runs these two there).
+ */
+static void migrate_test(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(kvm) *self,
+			 const FIXTURE_VARIANT(kvm) *variant, bool wrote)
+{
+	struct morsel_migrate r = { .offset = 0, .length = PG };
+	int g, h, f, from;
+	char want;
+
+	if (variant->order < 0)
+		SKIP(return, "MORSEL_IOC_MIGRATE is for morsels only");
+	if (access("/sys/devices/system/node/node1/meminfo", F_OK))
+		SKIP(return, "one NUMA node: vm/run --numa 2");
+	attach(_metadata, self, variant, true);
+	self->map[0] = 'A';
+	g = GUEST(wrote ? CMD_INC : CMD_READ, 0);
+	want = wrote ? 'B' : 'A';
+	ASSERT_EQ(want, g);
+	from = page0_node(self->fd);
+	ASSERT_LE(0, from);
+	r.node = !from;
+	ASSERT_EQ(0, ioctl(self->fd, MORSEL_IOC_MIGRATE, &r))
+		TH_LOG("MIGRATE: %s", strerror(errno));
+	ASSERT_EQ(1, r.moved);
+	ASSERT_EQ(!from, page0_node(self->fd));
+	g = GUEST(CMD_READ, 0);
+	TH_LOG("[%s] after the move: guest reads %#x, host %#x", wrote ?
+	       "guest wrote" : "guest read", g, self->map[0]);
+	ASSERT_EQ(want, g);
+	ASSERT_EQ(want, self->map[0]);
+	self->map[0] = 0x5a;
+	g = GUEST(CMD_READ, 0);
+	ASSERT_EQ(0x5a, g);
+	g = GUEST(CMD_INC, 0);
+	h = self->map[0];
+	f = file_byte(self);
+	ASSERT_EQ(0x5b, g);
+	ASSERT_EQ(0x5b, h);
+	ASSERT_EQ(0x5b, f);
+}
+
+TEST_F_TIMEOUT(kvm, migrate_after_guest_read, 300)
+{
+	migrate_test(_metadata, self, variant, false);
+}
+
+TEST_F_TIMEOUT(kvm, migrate_after_guest_write, 300)
+{
+	migrate_test(_metadata, self, variant, true);
+}
 
 static volatile siginfo_t vcpu_bus;
 

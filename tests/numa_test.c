@@ -15,8 +15,14 @@
  * - A file's own policy (MORSEL_IOC_SET_MPOL) wins over the instance's;
  *   INHERIT gives it back; GET_MPOL reads it; bad arguments get EINVAL,
  *   a read-only descriptor EBADF.
- * - MORSEL_IOC_NODE_PAGES counts what the kernel's own per-node
- *   counters see; size= still limits.
+ * - MORSEL_IOC_NODE_PAGES agrees with move_pages(2)'s report; size=
+ *   still limits.
+ * - Migration (MORSEL_IOC_MIGRATE, morsel migrate): pages move while
+ *   several processes map the file and keep writing and faulting, each
+ *   seeing every write; 2 MiB leaves move whole; a pinned page stays and
+ *   is counted, as is a page a clone shares; page-by-page mappings fault
+ *   the new pages in; bad arguments get EINVAL; move_pages(2) with a
+ *   target node cannot move morsel pages (EFAULT, EBUSY per page).
  *
  * Each test mounts its own instance at /tmp/morsel-numa and unmounts it.
  * Runs in the VM as root, in a boot with two nodes (tests/run-all).
@@ -24,6 +30,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,8 +51,10 @@
 #define NDIR	"/tmp/morsel-numa"
 #define NPAGES	256		/* 1 MiB per check */
 
-/* set_mempolicy(2)'s modes, without libnuma's header. */
-#define SYS_MPOL_BIND	2
+/* set_mempolicy(2)'s modes and mbind(2)'s flags, without libnuma's header. */
+#define SYS_MPOL_BIND		2
+#define SYS_MPOL_MF_STRICT	(1 << 0)
+#define SYS_MPOL_MF_MOVE	(1 << 1)
 
 /* Populated pages of [@off, @off + @len) on nodes 0 and 1. */
 static void node_pages(struct __test_metadata *_metadata, int fd, uint64_t off,
@@ -532,6 +541,351 @@ TEST(cli)
 	EXPECT_NE(NULL, strstr(out, "Invalid argument")) TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "tools/morsel mpol %s sometimes 2>&1", f);
 	EXPECT_EQ(2, run_cmd(_metadata, cmd, out, sizeof(out)) >> 8) TH_LOG("%s", out);
+	instance_done(NDIR, fd);
+}
+
+static int migrate(int fd, uint64_t off, uint64_t len, int node,
+		   struct morsel_migrate *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->offset = off;
+	r->length = len;
+	r->node = node;
+	return ioctl(fd, MORSEL_IOC_MIGRATE, r) ? -errno : 0;
+}
+
+/* Byte @i of page @pg as fill() and check() expect it for round @round. */
+static inline char stamp(uint64_t pg, uint64_t i, unsigned int round)
+{
+	return (char)(pg * 7 + i * 13 + round);
+}
+
+TEST(migrate_moves_pages_every_mapper_sees_them)
+{
+	struct morsel_migrate r;
+	uint64_t n[2], i;
+	char *p, *q;
+	int fd;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", 4 * NPAGES * PG);
+	p = map(_metadata, fd, 4 * NPAGES * PG, PROT_READ | PROT_WRITE);
+	q = map(_metadata, fd, 4 * NPAGES * PG, PROT_READ | PROT_WRITE);
+	for (i = 0; i < 2 * NPAGES * PG; i++)	/* half of it; the rest holes */
+		p[i] = stamp(i / PG, i % PG, 0);
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(2 * NPAGES, r.moved);
+	EXPECT_EQ(0, r.pinned + r.shared + r.failed);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(0, n[0]);
+	EXPECT_EQ(2 * NPAGES, n[1]);
+	for (i = 0; i < 2 * NPAGES * PG; i++)
+		if (q[i] != stamp(i / PG, i % PG, 0))
+			ASSERT_EQ(stamp(i / PG, i % PG, 0), q[i]) TH_LOG("byte %llu", (unsigned long long)i);
+	/* A write through one mapping after the move reaches the other. */
+	p[5 * PG + 1] = 42;
+	EXPECT_EQ(42, q[5 * PG + 1]);
+	/* Pages already on the node stay; and back, in part. */
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(0, r.moved);
+	ASSERT_EQ(0, migrate(fd, NPAGES * PG, NPAGES * PG, 0, &r));
+	EXPECT_EQ(NPAGES, r.moved);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(NPAGES, n[0]);
+	EXPECT_EQ(NPAGES, n[1]);
+	EXPECT_EQ(42, q[5 * PG + 1]);
+	EXPECT_EQ(NPAGES * 2, st(_metadata, fd).pages);
+	munmap(p, 4 * NPAGES * PG);
+	munmap(q, 4 * NPAGES * PG);
+	instance_done(NDIR, fd);
+}
+
+/*
+ * Writers in several processes store rounds of stamps into their own
+ * pages (and fault holes in) and read them back, while the parent moves
+ * the file between the nodes: no write may be lost, none may land in an
+ * old page.
+ */
+#define WRITERS	3
+#define MOVES	8
+
+static int writer(char *p, volatile int *stop, int w, uint64_t pages)
+{
+	unsigned int round = 0;
+	uint64_t pg, i;
+
+	while (!*stop) {
+		round++;
+		for (pg = w; pg < pages; pg += WRITERS)
+			for (i = 0; i < PG; i += 512)
+				p[pg * PG + i] = stamp(pg, i, round);
+		for (pg = w; pg < pages; pg += WRITERS)
+			for (i = 0; i < PG; i += 512)
+				if (p[pg * PG + i] != stamp(pg, i, round))
+					return 1;
+	}
+	return 0;
+}
+
+TEST(migrate_under_writers_in_several_processes)
+{
+	const uint64_t pages = 2 * NPAGES;
+	volatile int *stop;
+	struct morsel_migrate r;
+	pid_t pids[WRITERS];
+	int fd, w, k, status;
+	uint64_t moved = 0, n[2];
+	char *p;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", pages * PG);
+	stop = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, stop);
+	*stop = 0;
+	p = map(_metadata, fd, pages * PG, PROT_READ | PROT_WRITE);
+	for (w = 0; w < WRITERS; w++) {
+		pids[w] = fork();
+		ASSERT_LE(0, pids[w]);
+		if (!pids[w])
+			_exit(writer(p, stop, w, pages));
+	}
+	for (k = 0; k < MOVES; k++) {
+		ASSERT_EQ(0, migrate(fd, 0, 0, (k + 1) % 2, &r));
+		EXPECT_EQ(0, r.pinned + r.shared + r.failed);
+		moved += r.moved;
+	}
+	*stop = 1;
+	for (w = 0; w < WRITERS; w++) {
+		ASSERT_EQ(pids[w], waitpid(pids[w], &status, 0));
+		EXPECT_EQ(0, status) TH_LOG("writer %d saw a lost write", w);
+	}
+	EXPECT_LT(pages, moved);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(pages, n[0]);	/* the last move was to node 0 */
+	munmap(p, pages * PG);
+	munmap((void *)stop, PG);
+	instance_done(NDIR, fd);
+}
+
+TEST(migrate_moves_2m_leaves_whole)
+{
+	struct morsel_migrate r;
+	uint64_t n[2];
+	char *p;
+	int fd;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0,huge=always", 4 * MiB);
+	p = map(_metadata, fd, 4 * MiB, PROT_READ | PROT_WRITE);
+	memset(p, 3, 4 * MiB);
+	ASSERT_EQ(2, st(_metadata, fd).huge);
+	/* One page of the second leaf: that leaf moves. */
+	ASSERT_EQ(0, migrate(fd, 3 * MiB, PG, 1, &r));
+	EXPECT_EQ(512, r.moved);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(512, n[0]);
+	EXPECT_EQ(512, n[1]);
+	EXPECT_EQ(2, st(_metadata, fd).huge);
+	EXPECT_EQ(3, p[2 * MiB]);
+	EXPECT_EQ(3, p[4 * MiB - 1]);
+	p[4 * MiB - 1] = 4;
+	munmap(p, 4 * MiB);
+	p = map(_metadata, fd, 4 * MiB, PROT_READ);
+	EXPECT_EQ(4, p[4 * MiB - 1]);
+	munmap(p, 4 * MiB);
+	instance_done(NDIR, fd);
+}
+
+/* io_uring's registered buffers pin their pages for as long as they stay. */
+static int pin_with_io_uring(struct __test_metadata *_metadata, void *buf, size_t len)
+{
+	struct io_uring_params prm = { 0 };
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	int ring = syscall(__NR_io_uring_setup, 4, &prm);
+
+	if (ring < 0)
+		return ring;
+	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, &iov, 1))
+		TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
+	return ring;
+}
+
+TEST(pinned_pages_stay_and_say_so)
+{
+	struct morsel_migrate r;
+	uint64_t n[2];
+	char *p;
+	int fd, ring;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", NPAGES * PG);
+	p = map(_metadata, fd, NPAGES * PG, PROT_READ | PROT_WRITE);
+	memset(p, 9, NPAGES * PG);
+	ring = pin_with_io_uring(_metadata, p, 8 * PG);
+	if (ring < 0)
+		SKIP(goto out, "no io_uring in this kernel: %s", strerror(errno));
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(8, r.pinned);
+	EXPECT_EQ(NPAGES - 8, r.moved);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(8, n[0]);
+	EXPECT_EQ(9, p[0]);
+	p[1] = 10;		/* the pinned page is still the file's */
+	EXPECT_EQ(10, p[1]);
+	ASSERT_EQ(0, syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS, NULL, 0));
+	close(ring);
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(8, r.moved);
+	EXPECT_EQ(10, p[1]);
+out:
+	munmap(p, NPAGES * PG);
+	instance_done(NDIR, fd);
+}
+
+/* Private and offset mappings map pages themselves: they fault the new ones. */
+TEST(page_by_page_mappings_follow)
+{
+	struct morsel_migrate r;
+	char *priv, *off, *cow;
+	int fd;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES * PG, WRITE);	/* bytes of 7 */
+	priv = mmap(NULL, NPAGES * PG, PROT_READ, MAP_PRIVATE, fd, 0);
+	off = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 4 * PG);
+	cow = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 8 * PG);
+	ASSERT_NE(MAP_FAILED, priv);
+	ASSERT_NE(MAP_FAILED, off);
+	ASSERT_NE(MAP_FAILED, cow);
+	EXPECT_EQ(7, priv[4 * PG]);
+	cow[0] = 1;		/* a private copy: not the file's */
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(NPAGES, r.moved);
+	EXPECT_EQ(0, r.pinned);
+	off[0] = 5;		/* into the moved page */
+	EXPECT_EQ(5, priv[4 * PG]);
+	EXPECT_EQ(1, cow[0]);
+	EXPECT_EQ(7, priv[8 * PG]);
+	munmap(priv, NPAGES * PG);
+	munmap(off, PG);
+	munmap(cow, PG);
+	instance_done(NDIR, fd);
+}
+
+TEST(a_clones_shared_pages_stay)
+{
+	struct morsel_migrate r;
+	int fd, c;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES * PG, WRITE);
+	c = morsel_create(path_in(NDIR, "c"), 0, 0644);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, ioctl(c, FICLONE, fd));
+	fill(_metadata, c, 0, 16 * PG, WRITE);	/* these 16 become c's own */
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(16, r.moved);
+	EXPECT_EQ(NPAGES - 16, r.shared);
+	ASSERT_EQ(0, migrate(c, 0, 0, 1, &r));
+	EXPECT_EQ(16, r.moved);
+	EXPECT_EQ(NPAGES - 16, r.shared);
+	close(c);
+	instance_done(NDIR, fd);
+}
+
+TEST(migrate_refuses_bad_arguments)
+{
+	struct morsel_migrate r;
+	int fd, ro;
+
+	fd = instance_with_file(_metadata, NDIR, "", NPAGES * PG);
+	EXPECT_EQ(-EINVAL, migrate(fd, 0, 0, 2, &r));	/* no memory there */
+	EXPECT_EQ(-EINVAL, migrate(fd, 0, 0, 64, &r));
+	EXPECT_EQ(-EINVAL, migrate(fd, 1, PG, 1, &r));
+	EXPECT_EQ(-EINVAL, migrate(fd, 0, 100, 1, &r));
+	EXPECT_EQ(-EINVAL, migrate(fd, 0, NPAGES * PG + PG, 1, &r));
+	EXPECT_EQ(-EINVAL, migrate(fd, -PG, 2 * PG, 1, &r));
+	memset(&r, 0, sizeof(r));
+	r.node = 1;
+	r.flags = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
+	r.flags = 0;
+	r.reserved[3] = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
+	ro = open(path_in(NDIR, "f"), O_RDONLY);
+	ASSERT_LE(0, ro);
+	EXPECT_EQ(-EBADF, migrate(ro, 0, 0, 1, &r));
+	close(ro);
+	/* An empty range, or an empty file: nothing to move. */
+	EXPECT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	EXPECT_EQ(0, r.moved);
+	instance_done(NDIR, fd);
+}
+
+/*
+ * move_pages(2) with a target node cannot move a morsel's pages: a
+ * mounted mapping is VM_PFNMAP (EFAULT per page), a page-by-page one maps
+ * pages that are on no LRU list (EBUSY).  The pages stay.
+ */
+TEST(move_pages_cannot_move_morsel_pages)
+{
+	int nodes[4] = { 1, 1, 1, 1 }, status[4];
+	void *addrs[4];
+	uint64_t n[2];
+	char *mounted, *paged;
+	int fd, i;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES * PG, WRITE);
+	mounted = map(_metadata, fd, NPAGES * PG, PROT_READ | PROT_WRITE);
+	for (i = 0; i < 4; i++) {
+		read_byte(mounted + i * PG);
+		addrs[i] = mounted + i * PG;
+	}
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 4, addrs, nodes, status, 0))
+		TH_LOG("move_pages: %s", strerror(errno));
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(-EFAULT, status[i]);
+	paged = mmap(NULL, NPAGES * PG, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, paged);
+	for (i = 0; i < 4; i++) {
+		read_byte(paged + i * PG);
+		addrs[i] = paged + i * PG;
+	}
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 4, addrs, nodes, status, 0))
+		TH_LOG("move_pages: %s", strerror(errno));
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(-EBUSY, status[i]);
+	/* mbind(MPOL_MF_MOVE) and migrate_pages(2) leave them too. */
+	{
+		unsigned long to = 1UL << 1, from = 1UL << 0;
+		long left;
+
+		EXPECT_EQ(0, syscall(SYS_mbind, paged, NPAGES * PG, SYS_MPOL_BIND, &to,
+				     8 * sizeof(to), SYS_MPOL_MF_MOVE))
+			TH_LOG("mbind: %s", strerror(errno));
+		ASSERT_ERRNO(EIO, syscall(SYS_mbind, paged, NPAGES * PG, SYS_MPOL_BIND, &to,
+					  8 * sizeof(to), SYS_MPOL_MF_MOVE | SYS_MPOL_MF_STRICT));
+		left = syscall(SYS_migrate_pages, 0, 8 * sizeof(from), &from, &to);
+		EXPECT_LE(0, left) TH_LOG("migrate_pages: %s", strerror(errno));
+	}
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(NPAGES, n[0]);
+	munmap(mounted, NPAGES * PG);
+	munmap(paged, NPAGES * PG);
+	instance_done(NDIR, fd);
+}
+
+/* morsel migrate prints what moved; exit status 1 when some stayed. */
+TEST(cli_migrate)
+{
+	const char *f = NDIR "/f";
+	char cmd[512], out[1024];
+	int fd;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES * PG, POPULATE);
+	snprintf(cmd, sizeof(cmd), "tools/morsel migrate %s 0 512K 1", f);
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_STREQ("moved 128, pinned 0, shared 0, failed 0\n", out);
+	snprintf(cmd, sizeof(cmd), "tools/morsel migrate %s 0 0 5 2>&1", f);
+	EXPECT_EQ(1, run_cmd(_metadata, cmd, out, sizeof(out)) >> 8) TH_LOG("%s", out);
 	instance_done(NDIR, fd);
 }
 

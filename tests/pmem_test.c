@@ -824,7 +824,7 @@ TEST_F(pm, renames_survive)
 
 /*
  * A device's pages are where the device is (issue 24): no mpol= at mount
- * or remount, no file policy; reading the placement works.
+ * or remount, no file policy, no migration; reading the placement works.
  */
 TEST_F(pm, placement_refused)
 {
@@ -849,6 +849,12 @@ TEST_F(pm, placement_refused)
 	EXPECT_EQ(MORSEL_MPOL_INHERIT, pol.mode);
 	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_NODE_PAGES, &np));
 	EXPECT_EQ(1, np.pages[0]);
+	{
+		struct morsel_migrate m = { .node = 0 };
+
+		EXPECT_EQ(-1, ioctl(fd, MORSEL_IOC_MIGRATE, &m));
+		EXPECT_EQ(EOPNOTSUPP, errno);
+	}
 	close(fd);
 }
 

@@ -385,6 +385,11 @@ class MorselTest(unittest.TestCase):
             self.assertRaises(ValueError, m.set_mpol, morsel.MPOL_BIND, [64])
             m.set_mpol(morsel.MPOL_INHERIT)
             self.assertEqual(m.mpol(), (morsel.MPOL_INHERIT, []))
+            # Everything is on node 0 already; node 1 has no memory.
+            self.assertEqual(m.migrate(0), {"moved": 0, "pinned": 0,
+                                            "shared": 0, "failed": 0})
+            self.assertErrno(errno.EINVAL, m.migrate, 1)
+            self.assertErrno(errno.EINVAL, m.migrate, 0, 1)
 
     def test_memory_manager(self):
         d = os.path.dirname(self.path("x"))

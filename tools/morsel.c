@@ -34,6 +34,9 @@ static void usage(void)
 		"                                        prefer:N, bind:LIST, interleave[:LIST],\n"
 		"                                        local or inherit (mpol=); without POLICY,\n"
 		"                                        print it\n"
+		"       morsel migrate PATH OFFSET LEN NODE\n"
+		"                                        move the pages of a range to NUMA node\n"
+		"                                        NODE (LEN 0: to the end), mapped or not\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel clone SRC DST             DST shares SRC's pages copy-on-write\n"
 		"                                        (cp --reflink=always; one instance)\n"
@@ -234,6 +237,35 @@ static int cmd_mpol(const char *path, const char *policy)
 		return 1;
 	}
 	return 0;
+}
+
+/* MORSEL_IOC_MIGRATE; exit status 1 if a page could not move. */
+static int cmd_migrate(const char *path, const char *off, const char *len,
+		       const char *node)
+{
+	struct morsel_migrate r;
+	uint64_t o, l, n;
+	int fd, err;
+
+	if (parse_size(off, &o) || parse_size(len, &l) || parse_size(node, &n) ||
+	    n > 63) {
+		fprintf(stderr, "morsel: bad range or node '%s' '%s' '%s'\n", off, len, node);
+		return 2;
+	}
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = morsel_migrate(fd, o, l, (unsigned int)n, &r);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "morsel: migrate %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	printf("moved %" PRIu64 ", pinned %" PRIu64 ", shared %" PRIu64 ", failed %" PRIu64 "\n",
+	       (uint64_t)r.moved, (uint64_t)r.pinned, (uint64_t)r.shared, (uint64_t)r.failed);
+	return r.pinned || r.shared || r.failed;
 }
 
 static int cmd_stat(const char *path)
@@ -656,6 +688,8 @@ int main(int argc, char **argv)
 		return cmd_range(argv[1], argv[2], argv[3], argv[4]);
 	if (!strcmp(argv[1], "huge") && argc == 4)
 		return cmd_huge(argv[2], argv[3]);
+	if (!strcmp(argv[1], "migrate") && argc == 6)
+		return cmd_migrate(argv[2], argv[3], argv[4], argv[5]);
 	if (!strcmp(argv[1], "mpol") && (argc == 3 || argc == 4))
 		return cmd_mpol(argv[2], argc == 4 ? argv[3] : NULL);
 	if (!strcmp(argv[1], "bind") && argc == 4)

@@ -462,6 +462,23 @@ class Morsel:
                                _u64("length", length), pages), self.path)
         return {n: pages[n] for n in range(_lib.MORSEL_MAX_NODES) if pages[n]}
 
+    def migrate(self, node, offset=0, length=0):
+        """Move the populated pages of ``[offset, offset + length)``
+        (*length* 0: to the end of the file) to NUMA *node*, while any
+        number of processes map the file; every mapper sees the new pages
+        at once.  Returns ``{"moved": n, "pinned": n, "shared": n,
+        "failed": n}``: pages moved, and pages left because someone held
+        them, a clone shares them (or a 1 GiB page holds them), or *node*
+        had no free page."""
+        if _lib.migrate is None:
+            raise OSError(errno.ENOSYS, "libmorsel older than 1.4: no migration")
+        res = _lib.MorselMigrate()
+        _check(_lib.migrate(self.fileno(), _u64("offset", offset),
+                            _u64("length", length), operator.index(node),
+                            ctypes.byref(res)), self.path)
+        return {"moved": res.moved, "pinned": res.pinned,
+                "shared": res.shared, "failed": res.failed}
+
     def evict(self, offset=0, length=None):
         """Free the pages of ``[offset, offset + length)``.
 

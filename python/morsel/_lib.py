@@ -55,6 +55,21 @@ class MorselMapping(ctypes.Structure):
     ]
 
 
+class MorselMigrate(ctypes.Structure):
+    """struct morsel_migrate"""
+    _fields_ = [
+        ("offset", _u64),
+        ("length", _u64),
+        ("node", _u64),
+        ("flags", _u64),
+        ("moved", _u64),
+        ("pinned", _u64),
+        ("shared", _u64),
+        ("failed", _u64),
+        ("reserved", _u64 * 4),
+    ]
+
+
 class CacheStats(ctypes.Structure):
     """struct morsel_cache_stats (lib/morsel.h)"""
     _fields_ = [
@@ -184,5 +199,7 @@ try:
                         ctypes.POINTER(_uint), ctypes.POINTER(_u64))
     node_pages = _declare("morsel_node_pages", _int, _int, _u64, _u64,
                           ctypes.POINTER(_u64))
+    migrate = _declare("morsel_migrate", _int, _int, _u64, _u64, _uint,
+                       ctypes.POINTER(MorselMigrate))
 except AttributeError:
-    set_mpol = get_mpol = node_pages = None
+    set_mpol = get_mpol = node_pages = migrate = None

@@ -801,6 +801,52 @@ void op_range(int s, int evict)
 	x_range(s, fdi, evict, off, len, bad);
 }
 
+/*
+ * MORSEL_IOC_MIGRATE of a range to a node: the contents, the pages and
+ * the leaves stay what they were (the model does not change), whatever
+ * moved; a node without memory, a bad range, flags or reserved give
+ * EINVAL.  mem_nodes is how many nodes have memory (the first ones).
+ */
+void op_migrate(int s)
+{
+	struct slot *sl = S(s);
+	int fdi = pick_fd(s, one_in(8) ? 0 : 1), want = 0, bad = 0;
+	uint64_t off, len, end, psz = PALIGN(sl->size), r = below(16);
+	struct morsel_migrate m;
+	struct fdent *f;
+
+	if (fdi < 0)
+		return;
+	f = &W.fds[s][fdi];
+	off = psz ? PDOWN(below(psz)) : 0;
+	len = one_in(3) ? 0 : PG * (1 + below(psz / PG + 1));
+	if (r == 0)
+		off += 1 + below(PG - 1);
+	else if (r == 1)
+		off = psz + PG;
+	else if (r == 2)
+		bad = 1 + below(3);
+	memset(&m, 0, sizeof(m));
+	m.offset = off;
+	m.length = len;
+	m.node = below(mem_nodes + 1);	/* one past: no memory */
+	if (bad == 1)
+		m.flags = 1;
+	else if (bad == 2)
+		m.reserved[below(4)] = 1;
+	else if (bad == 3)
+		m.node = 64;
+	note("MIGRATE slot %d fd %s off %#" PRIx64 " len %#" PRIx64 " node %llu bad %d",
+	     s, mname(f->mode), off, len, (unsigned long long)m.node, bad);
+	end = len ? off + len : (off > psz ? off : psz);
+	if (!fd_w(f->mode))
+		want = EBADF;
+	else if (bad || m.node >= (uint64_t)mem_nodes || off % PG || len % PG ||
+		 off + len < off || end > psz)
+		want = EINVAL;
+	check("MIGRATE", ioctl(f->fd, MORSEL_IOC_MIGRATE, &m), want, 0);
+}
+
 void op_punch(int s)
 {
 	struct slot *sl = S(s);

@@ -249,6 +249,7 @@ extern struct shared *sh;
 extern struct worker W;
 extern int nprocs, max_order, trace_on, lenient;
 extern int inst_huge;		/* the instance's huge= for the run (MORSEL_HUGE_*) */
+extern int mem_nodes;		/* NUMA nodes with memory: 0 .. mem_nodes - 1 */
 extern uint64_t max_bytes, task_max;
 extern char dir[256];
 extern char *badbuf;		/* a PROT_NONE page: a bad user buffer */
@@ -399,6 +400,7 @@ void x_stat(int s, int full);
 void x_set_huge(int s, int fdi, uint64_t mode);
 void op_huge(int s);
 void op_collapse(int s);
+void op_migrate(int s);
 int64_t pick_size(int s);
 uint64_t fit_write(int s, int64_t *off, uint64_t len);
 void op_truncate(int s);

@@ -20,6 +20,9 @@
  * summary counts them; the seed chooses the instance's huge=, never,
  * within_size, advise or always, by a remount at the start),
  * fallocate (populate, also FALLOC_FL_UNSHARE_RANGE, and punch),
+ * MORSEL_IOC_MIGRATE of any range to any node (in a guest with two
+ * nodes, vm/run --numa 2, pages move under the other workers' mappings
+ * and faults; the model does not change),
  * FICLONE/FICLONERANGE between a worker's slots or within one (whole PTE
  * tables and 2 MiB leaves shared at aligned offsets, pages elsewhere; the
  * sharing breaks at the later writes, stores, faults and punches of
@@ -175,6 +178,20 @@ struct shared *sh;
 struct worker W;
 int nprocs = 4, max_order, trace_on, lenient;
 int inst_huge = MORSEL_HUGE_NEVER;
+int mem_nodes = 1;
+
+/* How many nodes have memory ("0" or "0-N" in sysfs: nodes 0 to N). */
+static int count_mem_nodes(void)
+{
+	FILE *f = fopen("/sys/devices/system/node/has_memory", "r");
+	int a = 0, b = 0, n;
+
+	if (!f)
+		return 1;
+	n = fscanf(f, "%d-%d", &a, &b);
+	fclose(f);
+	return n == 2 && a == 0 ? b + 1 : 1;
+}
 
 static const char *const huge_names[] = { "never", "always", "within_size", "advise" };
 
@@ -264,7 +281,7 @@ enum {
 	OP_MPROTECT, OP_MREMAP, OP_MADVISE, OP_POPULATE, OP_EVICT, OP_PUNCH,
 	OP_FALLOC, OP_BIND, OP_RENAME, OP_UNLINK, OP_LOAD, OP_STORE, OP_EXEC,
 	OP_STAT, OP_CHILD, OP_CREATE, OP_MINORDER, OP_LINK, OP_HUGE,
-	OP_COLLAPSE, OP_CLONE, NOPS
+	OP_COLLAPSE, OP_CLONE, OP_MIGRATE, NOPS
 };
 
 static const int weight[NOPS] = {
@@ -275,6 +292,7 @@ static const int weight[NOPS] = {
 	[OP_UNLINK] = 1, [OP_LOAD] = 12, [OP_STORE] = 10, [OP_EXEC] = 1,
 	[OP_STAT] = 5, [OP_CHILD] = 2, [OP_CREATE] = 1, [OP_MINORDER] = 2,
 	[OP_LINK] = 2, [OP_HUGE] = 2, [OP_COLLAPSE] = 2, [OP_CLONE] = 3,
+	[OP_MIGRATE] = 3,
 };
 
 static int pick_op(void)
@@ -352,6 +370,7 @@ static void one_op(void)
 	case OP_HUGE: op_huge(s); break;
 	case OP_COLLAPSE: op_collapse(s); break;
 	case OP_CLONE: op_clone(s); break;
+	case OP_MIGRATE: op_migrate(s); break;
 	default: x_stat(s, 1);
 	}
 }
@@ -522,7 +541,7 @@ int main(int argc, char **argv)
 	static const char *const names[] = { "pages", "tables", "morsels", "huge" };
 	uint64_t nops = 10000, total = 0, bad = 0, fallbacks = 0, made = 0, per, hlimit;
 	int i, seeded = 0, socks[MAXP][2], status;
-	long base[4], now[4];
+	long base[4], now[4], migrated0;
 	const char *mnt = getenv("MORSEL_MNT"), *pg = getenv("MORSEL_PAGING");
 	pid_t pids[MAXP];
 	struct timespec t0, t1;
@@ -570,6 +589,7 @@ int main(int argc, char **argv)
 		seed %= 1000000007;
 	}
 	l5 = !strcmp(pg, "5");
+	mem_nodes = count_mem_nodes();
 	max_order = l5 ? 4 : 3;
 	max_bytes = ext(max_order);
 	task_max = (l5 ? 1ULL << 56 : 1ULL << 47) - PG;
@@ -627,6 +647,7 @@ int main(int argc, char **argv)
 		}
 	per = nops / nprocs;
 	hlimit = per;
+	migrated0 = counter("migrated");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	fflush(stdout);
 	for (i = 0; i < nprocs; i++) {
@@ -706,6 +727,8 @@ int main(int argc, char **argv)
 	       secs > 0 ? total / secs : 0.0);
 	printf("fuzz: %" PRIu64 " 2 MiB leaves populated, %" PRIu64
 	       " fell back to 4 KiB pages (no block)\n", made, fallbacks);
+	printf("fuzz: %ld pages migrated between %d nodes\n",
+	       counter("migrated") - migrated0, mem_nodes);
 	if (stats)
 		print_stats();
 	/* nothing may be left behind */

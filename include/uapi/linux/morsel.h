@@ -289,6 +289,37 @@ struct morsel_node_pages {
 	__u64 pages[MORSEL_MAX_NODES];
 };
 
+/**
+ * struct morsel_migrate - argument of MORSEL_IOC_MIGRATE
+ * @offset:   in: start of the range, page aligned.
+ * @length:   in: its length, page aligned; 0: to the end of the file.  A
+ *            2 MiB page the range touches moves whole.
+ * @node:     in: the node to move the range's pages to (it must have
+ *            memory).
+ * @flags:    in: must be 0.
+ * @moved:    out: pages that were elsewhere and are now on @node.
+ * @pinned:   out: pages left where they are because someone else held
+ *            them (a GUP pin: O_DIRECT, io_uring buffers, vmsplice).
+ * @shared:   out: pages left because a clone shares them, or under a
+ *            1 GiB leaf (whose block is the huge1g= reserve's).
+ * @failed:   out: pages left because @node had no free page.
+ * @reserved: in: must be 0; out: 0.
+ *
+ * Every process that maps the file sees the new pages at once: each
+ * page's one leaf changes, and all mappers are flushed once per batch.
+ */
+struct morsel_migrate {
+	__u64 offset;
+	__u64 length;
+	__u64 node;
+	__u64 flags;
+	__u64 moved;
+	__u64 pinned;
+	__u64 shared;
+	__u64 failed;
+	__u64 reserved[4];
+};
+
 #define MORSEL_IOC_MAGIC	0xB9
 #define MORSEL_IOC_STAT		_IOWR(MORSEL_IOC_MAGIC, 0x01, struct morsel_stat)
 #define MORSEL_IOC_POPULATE	_IOW(MORSEL_IOC_MAGIC, 0x02, struct morsel_range)
@@ -302,5 +333,6 @@ struct morsel_node_pages {
 #define MORSEL_IOC_SET_MPOL	_IOW(MORSEL_IOC_MAGIC, 0x0a, struct morsel_mpol)
 #define MORSEL_IOC_GET_MPOL	_IOWR(MORSEL_IOC_MAGIC, 0x0b, struct morsel_mpol)
 #define MORSEL_IOC_NODE_PAGES	_IOWR(MORSEL_IOC_MAGIC, 0x0c, struct morsel_node_pages)
+#define MORSEL_IOC_MIGRATE	_IOWR(MORSEL_IOC_MAGIC, 0x0d, struct morsel_migrate)
 
 #endif /* _UAPI_LINUX_MORSEL_H */
