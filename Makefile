@@ -24,6 +24,8 @@ BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache ben
 BINS    += bench/persist
 # Copy-on-write clones against cp on tmpfs (issue 23).
 BINS    += bench/clone bench/mm
+# Migration between NUMA nodes against move_pages on tmpfs (issue 24).
+BINS    += bench/numa
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -231,6 +233,9 @@ bench/persist: bench/persist.c bench/common.h $(LIB)
 bench/clone: bench/clone.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+bench/numa: bench/numa.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 bench/mm: bench/mm.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
@@ -247,7 +252,7 @@ FUZZ_ARGS ?=
 fuzz: build
 	@fail=0; for i in $$(seq $(FUZZ_RUNS)); do \
 		rm -rf .build/fuzz-trap/run$$i; \
-		vm/run --mem 3G --timeout 7200 --trap-reset .build/fuzz-trap/run$$i -- \
+		vm/run --mem 3G --numa 2 --timeout 7200 --trap-reset .build/fuzz-trap/run$$i -- \
 			tests/fuzz --ops 1000000 $(FUZZ_ARGS) || fail=1; \
 		[ -e .build/fuzz-trap/run$$i/vmcore ] || rm -rf .build/fuzz-trap/run$$i; \
 	done; exit $$fail
