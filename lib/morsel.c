@@ -171,6 +171,26 @@ int morsel_migrate(int fd, uint64_t offset, uint64_t length, unsigned int node,
 	return 0;
 }
 
+int morsel_accessed(int fd, uint64_t offset, uint64_t length,
+		    uint64_t *bitmap, int clear, uint64_t *accessed,
+		    uint64_t *populated)
+{
+	struct morsel_accessed a;
+
+	memset(&a, 0, sizeof(a));
+	a.offset = offset;
+	a.length = length;
+	a.bitmap = (uintptr_t)bitmap;
+	a.flags = clear ? MORSEL_ACCESSED_CLEAR : 0;
+	if (ioctl(fd, MORSEL_IOC_ACCESSED, &a))
+		return NEG_ERRNO;
+	if (accessed)
+		*accessed = a.accessed;
+	if (populated)
+		*populated = a.populated;
+	return 0;
+}
+
 /* PR_SET_MEMORY_MANAGER takes the directory's fd, which we close after. */
 int morsel_set_memory_manager(const char *dir)
 {

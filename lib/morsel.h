@@ -129,9 +129,9 @@ int morsel_memory_manager(void);
  * allocating task's own, _PREFERRED, _BIND, _INTERLEAVE or _LOCAL; bit N
  * of @nodes for node N) decides where its later pages go; -EINVAL for a
  * bad mode or a node without memory, -EOPNOTSUPP on a persistent
- * instance.  morsel_get_mpol() reads the file's own (INHERIT if none).
- * morsel_node_pages() counts the populated pages of [@offset, + @length)
- * (@length 0: to the end of the file) on each node into
+ * instance.  morsel_get_mpol() reads the file's own (INHERIT if none),
+ * and morsel_node_pages() counts the populated pages of [@offset, +
+ * @length) (@length 0: to the end of the file) on each node into
  * @pages[MORSEL_MAX_NODES].  morsel_migrate() moves the range's pages to
  * @node while any number of processes map the file, and fills @res (if
  * not NULL) with what moved and what stayed (pinned, shared with a clone
@@ -140,6 +140,16 @@ int morsel_memory_manager(void);
 int morsel_set_mpol(int fd, unsigned int mode, uint64_t nodes);
 int morsel_migrate(int fd, uint64_t offset, uint64_t length, unsigned int node,
 		   struct morsel_migrate *res);
+/*
+ * Hot and cold (new in 1.4): which populated pages of [@offset, +
+ * @length) were accessed through shared mappings, by any process, since
+ * populated or last cleared: bit i of @bitmap (NULL: counts only; (pages
+ * + 63) / 64 words) for page i of the range; @clear clears the bits read.
+ * Fills *@accessed and *@populated (either may be NULL).
+ */
+int morsel_accessed(int fd, uint64_t offset, uint64_t length,
+		    uint64_t *bitmap, int clear, uint64_t *accessed,
+		    uint64_t *populated);
 int morsel_get_mpol(int fd, unsigned int *mode, uint64_t *nodes);
 int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
 		      uint64_t *pages);

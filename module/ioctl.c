@@ -6,7 +6,7 @@
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
  * Operations that change the morsel (populate, evict, collapse, bind, set
  * the minimum order, the huge-page mode or the placement policy, move
- * pages to another node) need a
+ * pages to another node, read and clear accessed bits) need a
  * file opened for writing
  * (-EBADF otherwise) and one not immutable (-EPERM); of an append-only
  * file, only populate.
@@ -21,7 +21,8 @@
  * COLLAPSE, MIGRATE (file.c), SET_HUGE and SET_MPOL hold it exclusive (mpol.c
  * keeps a replaced policy until allocations that read it are done;
  * GET_MPOL reads under its SRCU), and so does
- * SET_MIN_ORDER (size.c); STAT, BIND, NODE_PAGES
+ * SET_MIN_ORDER (size.c); ACCESSED holds it shared and m->lock per
+ * 32 MiB, copying out between; STAT, BIND, NODE_PAGES
  * and MAPPINGS hold m->lock, which keeps
  * the list of mappings and every VMA on it alive; MAPPINGS copies out only
  * after dropping it (a fault on the buffer takes mmap_lock, which nests
@@ -296,6 +297,69 @@ static long ioc_migrate(struct inode *inode, struct morsel *m,
 	return err;
 }
 
+/* Pages per m->lock hold and per copy of the bitmap (1 KiB of it). */
+#define ACCESSED_CHUNK	8192UL
+
+/*
+ * Read (and with MORSEL_ACCESSED_CLEAR clear) the accessed bits of a
+ * range's leaves (tree.c morsel_scan_accessed).  A device's leaves are
+ * only read: its stores go through its log (-EOPNOTSUPP for CLEAR).
+ */
+static long ioc_accessed(struct inode *inode, struct morsel *m,
+			 struct morsel_accessed __user *arg)
+{
+	unsigned long *bits = NULL;
+	struct morsel_accessed a;
+	u64 off, stop, end, size, n;
+	long err = 0;
+
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	if ((a.flags & ~MORSEL_ACCESSED_CLEAR) ||
+	    !all_zero(a.reserved, sizeof(a.reserved)) ||
+	    !PAGE_ALIGNED(a.offset) || !PAGE_ALIGNED(a.length) ||
+	    a.offset + a.length < a.offset)
+		return -EINVAL;
+	if (m->pm && (a.flags & MORSEL_ACCESSED_CLEAR))
+		return -EOPNOTSUPP;
+	a.accessed = 0;
+	a.populated = 0;
+	if (a.bitmap) {
+		bits = kmalloc(ACCESSED_CHUNK / 8, GFP_KERNEL);
+		if (!bits)
+			return -ENOMEM;
+	}
+	inode_lock_shared(inode);
+	size = PAGE_ALIGN(i_size_read(inode));
+	end = a.length ? a.offset + a.length : max(size, a.offset);
+	if (end > size)
+		err = -EINVAL;
+	for (off = a.offset; !err && off < end; off = stop) {
+		stop = min(end, off + (ACCESSED_CHUNK << PAGE_SHIFT));
+		n = (stop - off) >> PAGE_SHIFT;
+		if (bits)
+			bitmap_zero(bits, n);
+		mutex_lock(&m->lock);
+		morsel_scan_accessed(m, off, stop,
+				     a.flags & MORSEL_ACCESSED_CLEAR, bits,
+				     &a.accessed, &a.populated);
+		mutex_unlock(&m->lock);
+		if (bits &&
+		    copy_to_user(u64_to_user_ptr(a.bitmap) +
+				 ((off - a.offset) >> PAGE_SHIFT) / 8, bits,
+				 DIV_ROUND_UP(n, 64) * 8))
+			err = -EFAULT;
+		else if (fatal_signal_pending(current))
+			err = -EINTR;
+	}
+	inode_unlock_shared(inode);
+	kfree(bits);
+	atomic_long_add(a.populated, &morsel_stat_scanned);
+	if (!err && copy_to_user(arg, &a, sizeof(a)))
+		err = -EFAULT;
+	return err;
+}
+
 static long ioc_min_order(struct inode *inode,
 			  struct morsel_min_order __user *arg)
 {
@@ -485,6 +549,7 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_SET_HUGE:
 	case MORSEL_IOC_SET_MPOL:
 	case MORSEL_IOC_MIGRATE:
+	case MORSEL_IOC_ACCESSED:
 		break;
 	default:
 		return -ENOTTY;
@@ -511,6 +576,8 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ioc_set_mpol(inode, m, uarg);
 	case MORSEL_IOC_MIGRATE:
 		return ioc_migrate(inode, m, uarg);
+	case MORSEL_IOC_ACCESSED:
+		return ioc_accessed(inode, m, uarg);
 	default:
 		return ioc_bind(inode, m, uarg);
 	}

@@ -294,6 +294,8 @@ int morsel_count_nodes(struct morsel *m, u64 start, u64 end, u64 *pages,
 		       unsigned int nr_nodes);
 int morsel_migrate(struct morsel *m, struct address_space *mapping,
 		   u64 start, u64 end, int nid, struct morsel_migrate *res);
+void morsel_scan_accessed(struct morsel *m, u64 start, u64 end, bool clear,
+			  unsigned long *bits, u64 *accessed, u64 *populated);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
 unsigned int morsel_poison_shared(struct morsel *m, struct page *page);
 extern struct file_system_type morselfs_type;
@@ -487,6 +489,7 @@ extern atomic_long_t morsel_stat_huge1g_splits;
 extern atomic_long_t morsel_stat_huge1g_fallbacks;
 extern atomic_long_t morsel_stat_huge1g_free;	/* pool.c */
 extern atomic_long_t morsel_stat_migrated;
+extern atomic_long_t morsel_stat_scanned;
 int morsel_stats_init(void);
 void morsel_stats_exit(void);
 

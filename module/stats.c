@@ -10,8 +10,9 @@
  * module was loaded); of 1 GiB leaves: huge1g (in trees now), huge1g_free
  * (free blocks in the reserves of all instances, pool.c), huge1g_fallbacks
  * (a 1 GiB leaf was wanted and smaller leaves came instead) and
- * huge1g_splits; migrated (pages moved to another node, MORSEL_IOC_MIGRATE,
- * since the module was loaded).  Plain atomics; no locking.
+ * huge1g_splits; migrated (pages moved to another node, MORSEL_IOC_MIGRATE)
+ * and scanned (populated pages whose accessed bit MORSEL_IOC_ACCESSED
+ * read), since the module was loaded.  Plain atomics; no locking.
  */
 #include <linux/fs.h>
 #include <linux/kobject.h>
@@ -32,6 +33,7 @@ atomic_long_t morsel_stat_huge1g;
 atomic_long_t morsel_stat_huge1g_fallbacks;
 atomic_long_t morsel_stat_huge1g_splits;
 atomic_long_t morsel_stat_migrated;
+atomic_long_t morsel_stat_scanned;
 
 static struct kobject *morsel_kobj;
 
@@ -57,6 +59,7 @@ MORSEL_COUNTER(huge1g_free);
 MORSEL_COUNTER(huge1g_fallbacks);
 MORSEL_COUNTER(huge1g_splits);
 MORSEL_COUNTER(migrated);
+MORSEL_COUNTER(scanned);
 
 static struct attribute *morsel_attrs[] = {
 	&pages_attr.attr,
@@ -72,6 +75,7 @@ static struct attribute *morsel_attrs[] = {
 	&huge1g_fallbacks_attr.attr,
 	&huge1g_splits_attr.attr,
 	&migrated_attr.attr,
+	&scanned_attr.attr,
 	NULL,
 };
 

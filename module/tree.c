@@ -2278,7 +2278,7 @@ int morsel_collapse(struct morsel *m, u64 start, u64 end)
  * GUP reads it), every mapper is flushed once (TLBs and secondary MMUs),
  * and each page nobody else holds (its count is the tree's one
  * reference) is copied and its new leaf stored, keeping the old leaf's
- * accessed and dirty bits.  A page someone holds (a GUP pin, which could
+ * accessed bit.  A page someone holds (a GUP pin, which could
  * still write it) gets its old leaf back.  No fault can fill a cleared
  * slot meanwhile: the caller set m->migrating, so faults take m->lock
  * (mount.c morsel_fault_in), and holds the locks that keep out the rest.
@@ -2468,10 +2468,11 @@ static void migrate_batch(struct morsel *m, struct address_space *mapping,
 			page_owned(m, it->new + j,
 				   it->off + ((u64)j << PAGE_SHIFT));
 		}
+		/* Its accessed bit says what it said (tiering reads it). */
 		e = it->level ? huge_entry(it->new, it->level) :
 				page_entry(it->new);
-		slot_store(m, it->slot,
-			   e | (it->leaf & (_PAGE_ACCESSED | _PAGE_DIRTY)), NULL);
+		slot_store(m, it->slot, (e & ~(mentry_t)_PAGE_ACCESSED) |
+			   (it->leaf & _PAGE_ACCESSED), NULL);
 		if (it->level)
 			huge_release(m, old, it->level);
 		else
@@ -2533,6 +2534,59 @@ int morsel_migrate(struct morsel *m, struct address_space *mapping,
 	kvfree(items);
 	kfree(p);
 	return err;
+}
+
+/**
+ * morsel_scan_accessed - the accessed bits of the leaves of [@start, @end)
+ * @bits:  bit i for the page at @start + i * PAGE_SIZE, set when its leaf
+ *         has the accessed bit (the caller zeroed it); may be NULL
+ * @clear: clear the bits read, and flush every mapper of the range once
+ *         (a TLB entry would keep the MMU from setting the bit again)
+ * @accessed, @populated: pages counted, added to
+ *
+ * Under m->lock, which keeps every table; the bits change atomically (the
+ * MMU sets A and D bits in the same words meanwhile).  Not for a device,
+ * whose stores go through tstore.
+ */
+void morsel_scan_accessed(struct morsel *m, u64 start, u64 end, bool clear,
+			  unsigned long *bits, u64 *accessed, u64 *populated)
+{
+	u64 off = start, span, from, to, lo = U64_MAX, hi = 0, i;
+	mentry_t *slot, e;
+	int level;
+
+	lockdep_assert_held(&m->lock);
+	end = min(end, morsel_extent(m->order));
+	while (off < end) {
+		span = PAGE_SIZE;
+		e = 0;
+		slot = walk(m, off, false, &span, &e, &level);
+		if (!slot || !e || e == MORSEL_POISON) {
+			off = round_down(off, span) + span;
+			continue;
+		}
+		span = level_span(level);
+		from = off;
+		to = min(round_down(off, span) + span, end);
+		*populated += (to - from) >> PAGE_SHIFT;
+		if (e & _PAGE_ACCESSED) {
+			*accessed += (to - from) >> PAGE_SHIFT;
+			if (bits)
+				for (i = from; i < to; i += PAGE_SIZE)
+					__set_bit((i - start) >> PAGE_SHIFT, bits);
+			if (clear) {
+				clear_bit(_PAGE_BIT_ACCESSED,
+					  (unsigned long *)slot);
+				lo = min(lo, round_down(off, span));
+				hi = max(hi, to);
+			}
+		}
+		off = to;
+		if (!(off & (level_span(1) - 1)))
+			cond_resched();
+	}
+	if (lo < hi)
+		morsel_flush_mappers(m, lo, hi);
 }
 
 /*

@@ -23,6 +23,11 @@
  *   is counted, as is a page a clone shares; page-by-page mappings fault
  *   the new pages in; bad arguments get EINVAL; move_pages(2) with a
  *   target node cannot move morsel pages (EFAULT, EBUSY per page).
+ * - Hot and cold (MORSEL_IOC_ACCESSED): one scan of a file's leaves
+ *   sees what every process that maps it touched; clearing flushes the
+ *   mappers, so the next access is seen again; a 2 MiB leaf has one bit;
+ *   read(2) sets none; a migration keeps the bit; bad arguments get
+ *   EINVAL, EBADF, EFAULT.
  *
  * Each test mounts its own instance at /tmp/morsel-numa and unmounts it.
  * Runs in the VM as root, in a boot with two nodes (tests/run-all).
@@ -872,7 +877,10 @@ TEST(move_pages_cannot_move_morsel_pages)
 	instance_done(NDIR, fd);
 }
 
-/* morsel migrate prints what moved; exit status 1 when some stayed. */
+/*
+ * morsel migrate prints what moved (exit status 1 when some stayed);
+ * morsel accessed what was accessed, on each node.
+ */
 TEST(cli_migrate)
 {
 	const char *f = NDIR "/f";
@@ -886,6 +894,152 @@ TEST(cli_migrate)
 	EXPECT_STREQ("moved 128, pinned 0, shared 0, failed 0\n", out);
 	snprintf(cmd, sizeof(cmd), "tools/morsel migrate %s 0 0 5 2>&1", f);
 	EXPECT_EQ(1, run_cmd(_metadata, cmd, out, sizeof(out)) >> 8) TH_LOG("%s", out);
+	/* Fresh leaves are accessed: all of them, on the nodes they are on. */
+	snprintf(cmd, sizeof(cmd), "tools/morsel accessed --clear %s && tools/morsel accessed %s",
+		 f, f);
+	ASSERT_EQ(0, run_cmd(_metadata, cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_STREQ("accessed 256 of 256 pages (cleared)\n"
+		     "node 0: 128 accessed, 0 not\n"
+		     "node 1: 128 accessed, 0 not\n"
+		     "accessed 0 of 256 pages\n"
+		     "node 0: 0 accessed, 128 not\n"
+		     "node 1: 0 accessed, 128 not\n", out);
+	instance_done(NDIR, fd);
+}
+
+static int scan(int fd, uint64_t off, uint64_t len, uint64_t *bitmap,
+		int clear, struct morsel_accessed *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->offset = off;
+	a->length = len;
+	a->bitmap = (uintptr_t)bitmap;
+	a->flags = clear ? MORSEL_ACCESSED_CLEAR : 0;
+	return ioctl(fd, MORSEL_IOC_ACCESSED, a) ? -errno : 0;
+}
+
+static int bit(const uint64_t *bm, unsigned int i)
+{
+	return bm[i / 64] >> (i % 64) & 1;
+}
+
+/* A child that maps @fd and reads (or writes) pages [@first, @last). */
+static void touch_in_child(struct __test_metadata *_metadata, int fd,
+			   uint64_t len, int first, int last, int write)
+{
+	pid_t pid = fork();
+	int status, i;
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (p == MAP_FAILED)
+			_exit(1);
+		for (i = first; i < last; i++)
+			if (write)
+				p[i * PG] = 1;
+			else
+				read_byte(p + i * PG);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+}
+
+TEST(accessed_bits_cover_every_mapper)
+{
+	uint64_t bm[NPAGES / 64];
+	struct morsel_accessed a;
+	char buf[16];
+	char *p;
+	int fd, i;
+
+	fd = instance_with_file(_metadata, NDIR, "", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES / 2 * PG, POPULATE);
+	p = map(_metadata, fd, NPAGES * PG, PROT_READ | PROT_WRITE);
+	read_byte(p + 40 * PG);		/* in this process's TLB now */
+	/* Fresh leaves are accessed; clearing reads them once. */
+	ASSERT_EQ(0, scan(fd, 0, 0, bm, 1, &a));
+	EXPECT_EQ(NPAGES / 2, a.populated);
+	EXPECT_EQ(NPAGES / 2, a.accessed);
+	ASSERT_EQ(0, scan(fd, 0, 0, bm, 0, &a));
+	EXPECT_EQ(0, a.accessed);
+	/* Two other processes, one read and one write, and this one again. */
+	touch_in_child(_metadata, fd, NPAGES * PG, 0, 10, 0);
+	touch_in_child(_metadata, fd, NPAGES * PG, 20, 30, 1);
+	read_byte(p + 40 * PG);
+	ASSERT_EQ(0, pread(fd, buf, sizeof(buf), 50 * PG) < 0);	/* not seen */
+	ASSERT_EQ(0, scan(fd, 0, 0, bm, 1, &a));
+	EXPECT_EQ(21, a.accessed);
+	for (i = 0; i < NPAGES; i++)
+		EXPECT_EQ(i < 10 || (i >= 20 && i < 30) || i == 40, bit(bm, i))
+			TH_LOG("page %d", i);
+	/* A page faulted in past the populated half is accessed, counted. */
+	p[200 * PG] = 1;
+	ASSERT_EQ(0, scan(fd, 128 * PG, 128 * PG, bm, 0, &a));
+	EXPECT_EQ(1, a.populated);
+	EXPECT_EQ(1, a.accessed);
+	EXPECT_EQ(1, bit(bm, 72));
+	/* Counts alone. */
+	ASSERT_EQ(0, scan(fd, 0, 0, NULL, 0, &a));
+	EXPECT_EQ(NPAGES / 2 + 1, a.populated);
+	munmap(p, NPAGES * PG);
+	instance_done(NDIR, fd);
+}
+
+TEST(accessed_one_bit_per_2m_leaf_kept_by_migration)
+{
+	uint64_t bm[1024 / 64];
+	struct morsel_accessed a;
+	struct morsel_migrate r;
+	char *p;
+	int fd, i;
+
+	fd = instance_with_file(_metadata, NDIR, "huge=always,mpol=bind:0", 4 * MiB);
+	p = map(_metadata, fd, 4 * MiB, PROT_READ | PROT_WRITE);
+	memset(p, 1, 4 * MiB);
+	ASSERT_EQ(2, st(_metadata, fd).huge);
+	ASSERT_EQ(0, scan(fd, 0, 0, bm, 1, &a));
+	EXPECT_EQ(1024, a.accessed);
+	read_byte(p + 3 * MiB);
+	ASSERT_EQ(0, scan(fd, 0, 0, bm, 0, &a));
+	EXPECT_EQ(512, a.accessed);
+	for (i = 0; i < 1024; i++)
+		ASSERT_EQ(i >= 512, bit(bm, i)) TH_LOG("page %d", i);
+	/* Moved pages keep what the bit said: hot stays hot, cold cold. */
+	ASSERT_EQ(0, migrate(fd, 0, 0, 1, &r));
+	ASSERT_EQ(1024, r.moved);
+	ASSERT_EQ(0, scan(fd, 0, 0, bm, 0, &a));
+	EXPECT_EQ(512, a.accessed);
+	EXPECT_EQ(0, bit(bm, 0));
+	EXPECT_EQ(1, bit(bm, 1023));
+	munmap(p, 4 * MiB);
+	instance_done(NDIR, fd);
+}
+
+TEST(accessed_refuses_bad_arguments)
+{
+	struct morsel_accessed a;
+	int fd, ro;
+
+	fd = instance_with_file(_metadata, NDIR, "", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES * PG, POPULATE);
+	EXPECT_EQ(-EINVAL, scan(fd, 1, PG, NULL, 0, &a));
+	EXPECT_EQ(-EINVAL, scan(fd, 0, 100, NULL, 0, &a));
+	EXPECT_EQ(-EINVAL, scan(fd, 0, NPAGES * PG + PG, NULL, 0, &a));
+	EXPECT_EQ(-EINVAL, scan(fd, -PG, 2 * PG, NULL, 0, &a));
+	EXPECT_EQ(-EFAULT, scan(fd, 0, 0, (uint64_t *)8, 0, &a));
+	memset(&a, 0, sizeof(a));
+	a.flags = 2;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_ACCESSED, &a));
+	a.flags = 0;
+	a.reserved[2] = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_ACCESSED, &a));
+	ro = open(path_in(NDIR, "f"), O_RDONLY);
+	ASSERT_LE(0, ro);
+	EXPECT_EQ(-EBADF, scan(ro, 0, 0, NULL, 0, &a));
+	close(ro);
 	instance_done(NDIR, fd);
 }
 

@@ -824,7 +824,8 @@ TEST_F(pm, renames_survive)
 
 /*
  * A device's pages are where the device is (issue 24): no mpol= at mount
- * or remount, no file policy, no migration; reading the placement works.
+ * or remount, no file policy, no migration, no clearing of accessed
+ * bits (its stores go through its log); reading works.
  */
 TEST_F(pm, placement_refused)
 {
@@ -854,6 +855,15 @@ TEST_F(pm, placement_refused)
 
 		EXPECT_EQ(-1, ioctl(fd, MORSEL_IOC_MIGRATE, &m));
 		EXPECT_EQ(EOPNOTSUPP, errno);
+	}
+	{
+		struct morsel_accessed acc = { .flags = MORSEL_ACCESSED_CLEAR };
+
+		EXPECT_EQ(-1, ioctl(fd, MORSEL_IOC_ACCESSED, &acc));
+		EXPECT_EQ(EOPNOTSUPP, errno);
+		acc.flags = 0;
+		EXPECT_EQ(0, ioctl(fd, MORSEL_IOC_ACCESSED, &acc));
+		EXPECT_EQ(1, acc.populated);
 	}
 	close(fd);
 }

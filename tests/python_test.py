@@ -390,6 +390,11 @@ class MorselTest(unittest.TestCase):
                                             "shared": 0, "failed": 0})
             self.assertErrno(errno.EINVAL, m.migrate, 1)
             self.assertErrno(errno.EINVAL, m.migrate, 0, 1)
+            # Fresh leaves are accessed; read(2) does not count.
+            self.assertEqual(m.accessed(clear=True), (64, 64, (1 << 64) - 1))
+            os.pread(m.fileno(), 10, 0)
+            self.assertEqual(m.accessed(), (0, 64, 0))
+            self.assertEqual(m.accessed(PG, PG), (0, 1, 0))
 
     def test_memory_manager(self):
         d = os.path.dirname(self.path("x"))

@@ -37,6 +37,9 @@ static void usage(void)
 		"       morsel migrate PATH OFFSET LEN NODE\n"
 		"                                        move the pages of a range to NUMA node\n"
 		"                                        NODE (LEN 0: to the end), mapped or not\n"
+		"       morsel accessed [--clear] PATH   pages accessed through shared mappings\n"
+		"                                        since populated or cleared, of all\n"
+		"                                        populated, on each node\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel clone SRC DST             DST shares SRC's pages copy-on-write\n"
 		"                                        (cp --reflink=always; one instance)\n"
@@ -266,6 +269,59 @@ static int cmd_migrate(const char *path, const char *off, const char *len,
 	printf("moved %" PRIu64 ", pinned %" PRIu64 ", shared %" PRIu64 ", failed %" PRIu64 "\n",
 	       (uint64_t)r.moved, (uint64_t)r.pinned, (uint64_t)r.shared, (uint64_t)r.failed);
 	return r.pinned || r.shared || r.failed;
+}
+
+/* MORSEL_IOC_ACCESSED over the file: accessed and populated pages by node. */
+static int cmd_accessed(const char *path, int clear)
+{
+	uint64_t size, words, n, i, acc, pop, all[MORSEL_MAX_NODES], hot[MORSEL_MAX_NODES];
+	uint64_t *bm, one[MORSEL_MAX_NODES];
+	struct morsel_stat st;
+	int fd, err, node;
+
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = morsel_stat(fd, &st);
+	size = err ? 0 : (st.size + 4095) / 4096;
+	words = (size + 63) / 64;
+	bm = calloc(words ? words : 1, 8);
+	if (!err && !bm)
+		err = -ENOMEM;
+	/* The size read: a file that grows meanwhile must not overflow bm. */
+	if (!err)
+		err = morsel_accessed(fd, 0, size * 4096, size ? bm : NULL, clear,
+				      &acc, &pop);
+	memset(all, 0, sizeof(all));
+	memset(hot, 0, sizeof(hot));
+	/* Where the accessed pages are: one NODE_PAGES per run of them. */
+	for (i = 0; !err && i < size; i = n) {
+		int set = bm[i / 64] >> (i % 64) & 1;
+
+		for (n = i + 1; n < size && (int)(bm[n / 64] >> (n % 64) & 1) == set; n++)
+			;
+		err = morsel_node_pages(fd, i * 4096, (n - i) * 4096, one);
+		for (node = 0; !err && node < MORSEL_MAX_NODES; node++) {
+			all[node] += one[node];
+			if (set)
+				hot[node] += one[node];
+		}
+	}
+	close(fd);
+	free(bm);
+	if (err) {
+		fprintf(stderr, "morsel: accessed %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	printf("accessed %" PRIu64 " of %" PRIu64 " pages%s\n", acc, pop,
+	       clear ? " (cleared)" : "");
+	for (node = 0; node < MORSEL_MAX_NODES; node++)
+		if (all[node])
+			printf("node %d: %" PRIu64 " accessed, %" PRIu64 " not\n", node,
+			       hot[node], all[node] - hot[node]);
+	return 0;
 }
 
 static int cmd_stat(const char *path)
@@ -688,6 +744,10 @@ int main(int argc, char **argv)
 		return cmd_range(argv[1], argv[2], argv[3], argv[4]);
 	if (!strcmp(argv[1], "huge") && argc == 4)
 		return cmd_huge(argv[2], argv[3]);
+	if (!strcmp(argv[1], "accessed") && argc == 3)
+		return cmd_accessed(argv[2], 0);
+	if (!strcmp(argv[1], "accessed") && argc == 4 && !strcmp(argv[2], "--clear"))
+		return cmd_accessed(argv[3], 1);
 	if (!strcmp(argv[1], "migrate") && argc == 6)
 		return cmd_migrate(argv[2], argv[3], argv[4], argv[5]);
 	if (!strcmp(argv[1], "mpol") && (argc == 3 || argc == 4))

@@ -479,6 +479,25 @@ class Morsel:
         return {"moved": res.moved, "pinned": res.pinned,
                 "shared": res.shared, "failed": res.failed}
 
+    def accessed(self, offset=0, length=0, clear=False):
+        """Which populated pages of ``[offset, offset + length)`` (*length*
+        0: to the end of the file) were accessed through shared mappings,
+        by any process, since populated or last cleared (*clear* clears
+        them).  Returns ``(accessed, populated, bits)``: counts, and an int
+        whose bit i stands for page i of the range."""
+        if _lib.accessed is None:
+            raise OSError(errno.ENOSYS, "libmorsel older than 1.4: no accessed bits")
+        if not length:  # the bitmap must fit what the kernel writes
+            size = -(-self.stat().size // PAGE_SIZE) * PAGE_SIZE
+            length = max(size - offset, 0)
+        words = (length // PAGE_SIZE + 63) // 64
+        bm = (ctypes.c_uint64 * words)() if words else None
+        acc, pop = ctypes.c_uint64(), ctypes.c_uint64()
+        _check(_lib.accessed(self.fileno(), _u64("offset", offset),
+                             _u64("length", length), bm, int(bool(clear)),
+                             ctypes.byref(acc), ctypes.byref(pop)), self.path)
+        return acc.value, pop.value, sum(w << (64 * i) for i, w in enumerate(bm or ()))
+
     def evict(self, offset=0, length=None):
         """Free the pages of ``[offset, offset + length)``.
 

@@ -201,5 +201,8 @@ try:
                           ctypes.POINTER(_u64))
     migrate = _declare("morsel_migrate", _int, _int, _u64, _u64, _uint,
                        ctypes.POINTER(MorselMigrate))
+    accessed = _declare("morsel_accessed", _int, _int, _u64, _u64,
+                        ctypes.POINTER(_u64), _int, ctypes.POINTER(_u64),
+                        ctypes.POINTER(_u64))
 except AttributeError:
-    set_mpol = get_mpol = node_pages = migrate = None
+    set_mpol = get_mpol = node_pages = migrate = accessed = None

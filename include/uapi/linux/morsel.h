@@ -320,6 +320,39 @@ struct morsel_migrate {
 	__u64 reserved[4];
 };
 
+/**
+ * struct morsel_accessed - argument of MORSEL_IOC_ACCESSED
+ * @offset:    in: start of the range, page aligned.
+ * @length:    in: its length, page aligned; 0: to the end of the file.
+ * @bitmap:    in: a user buffer of (pages + 63) / 64 __u64 words for the
+ *             range's pages, or 0 for the counts alone; out: bit i % 64 of
+ *             word i / 64 set when page i of the range is populated and
+ *             was accessed through a shared mapping (its leaf's accessed
+ *             bit, which the MMU sets for every process that mounts the
+ *             file) since it was populated or the bit was last cleared.
+ * @flags:     in: MORSEL_ACCESSED_CLEAR clears the bits it read, and then
+ *             flushes every mapper once per 32 MiB, so that the next
+ *             access sets them again.
+ * @accessed:  out: pages of the range whose bit was set.
+ * @populated: out: populated pages of the range.
+ * @reserved:  in: must be 0; out: 0.
+ *
+ * A 2 MiB or 1 GiB leaf has one bit for all its pages.  read(2),
+ * write(2) and page-by-page mappings (private, or shared at an offset)
+ * do not set it.
+ */
+struct morsel_accessed {
+	__u64 offset;
+	__u64 length;
+	__u64 bitmap;
+	__u64 flags;
+	__u64 accessed;
+	__u64 populated;
+	__u64 reserved[4];
+};
+
+#define MORSEL_ACCESSED_CLEAR	(1ULL << 0)
+
 #define MORSEL_IOC_MAGIC	0xB9
 #define MORSEL_IOC_STAT		_IOWR(MORSEL_IOC_MAGIC, 0x01, struct morsel_stat)
 #define MORSEL_IOC_POPULATE	_IOW(MORSEL_IOC_MAGIC, 0x02, struct morsel_range)
@@ -334,5 +367,6 @@ struct morsel_migrate {
 #define MORSEL_IOC_GET_MPOL	_IOWR(MORSEL_IOC_MAGIC, 0x0b, struct morsel_mpol)
 #define MORSEL_IOC_NODE_PAGES	_IOWR(MORSEL_IOC_MAGIC, 0x0c, struct morsel_node_pages)
 #define MORSEL_IOC_MIGRATE	_IOWR(MORSEL_IOC_MAGIC, 0x0d, struct morsel_migrate)
+#define MORSEL_IOC_ACCESSED	_IOWR(MORSEL_IOC_MAGIC, 0x0e, struct morsel_accessed)
 
 #endif /* _UAPI_LINUX_MORSEL_H */
