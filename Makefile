@@ -24,8 +24,9 @@ BINS    += tests/fuzz_bin cached/morsel-cached tests/cached_test bench/cache ben
 BINS    += bench/persist
 # Copy-on-write clones against cp on tmpfs (issue 23).
 BINS    += bench/clone bench/mm
-# Migration between NUMA nodes against move_pages on tmpfs (issue 24).
-BINS    += bench/numa
+# Migration between NUMA nodes against move_pages on tmpfs (issue 24),
+# and the tiering policy over morsels' accessed bits.
+BINS    += bench/numa tierd/morsel-tierd
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -233,6 +234,9 @@ bench/persist: bench/persist.c bench/common.h $(LIB)
 bench/clone: bench/clone.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+tierd/morsel-tierd: tierd/morsel-tierd.c $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 bench/numa: bench/numa.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
@@ -348,7 +352,7 @@ INSTALL      ?= install
 lparen       := (
 MAN3_LINKS   := $(shell sed -n 's/^[a-z_0-9]*[ *]*\(morsel_[a-z_0-9]*\)[$(lparen)].*/\1/p' lib/morsel.h)
 
-install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel cached/morsel-cached
+install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel cached/morsel-cached tierd/morsel-tierd
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" \
 		"$(DESTDIR)$(INCLUDEDIR)/linux" "$(DESTDIR)$(MANDIR)/man1" \
 		"$(DESTDIR)$(MANDIR)/man3" "$(DESTDIR)$(MANDIR)/man5" \
@@ -358,6 +362,8 @@ install: $(LIB) $(SOLIB) $(PRELOAD) tools/morsel cached/morsel-cached
 	sed 's|/usr/local/sbin/|$(SBINDIR)/|' cached/morsel-cached.service \
 		> "$(DESTDIR)$(UNITDIR)/morsel-cached.service"
 	$(INSTALL) -m 644 man/morsel-cached.8 "$(DESTDIR)$(MANDIR)/man8/morsel-cached.8"
+	$(INSTALL) -m 755 tierd/morsel-tierd "$(DESTDIR)$(SBINDIR)/morsel-tierd"
+	$(INSTALL) -m 644 man/morsel-tierd.8 "$(DESTDIR)$(MANDIR)/man8/morsel-tierd.8"
 	$(INSTALL) -m 644 $(LIB) "$(DESTDIR)$(LIBDIR)/libmorsel.a"
 	$(INSTALL) -m 755 $(SOLIB) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)"
 	ln -sf libmorsel.so.$(VERSION) "$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)"
@@ -380,6 +386,7 @@ uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/morsel" "$(DESTDIR)$(LIBDIR)/libmorsel.a" \
 		"$(DESTDIR)$(SBINDIR)/morsel-cached" "$(DESTDIR)$(UNITDIR)/morsel-cached.service" \
 		"$(DESTDIR)$(MANDIR)/man8/morsel-cached.8" \
+		"$(DESTDIR)$(SBINDIR)/morsel-tierd" "$(DESTDIR)$(MANDIR)/man8/morsel-tierd.8" \
 		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(VERSION)" \
 		"$(DESTDIR)$(LIBDIR)/libmorsel.so.$(SOMAJOR)" "$(DESTDIR)$(LIBDIR)/libmorsel.so" \
 		"$(DESTDIR)$(INCLUDEDIR)/morsel.h" "$(DESTDIR)$(INCLUDEDIR)/linux/morsel.h" \

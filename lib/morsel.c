@@ -158,12 +158,20 @@ int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
 int morsel_migrate(int fd, uint64_t offset, uint64_t length, unsigned int node,
 		   struct morsel_migrate *res)
 {
+	return morsel_migrate_bitmap(fd, offset, length, NULL, node, res);
+}
+
+int morsel_migrate_bitmap(int fd, uint64_t offset, uint64_t length,
+			  const uint64_t *bitmap, unsigned int node,
+			  struct morsel_migrate *res)
+{
 	struct morsel_migrate r;
 
 	memset(&r, 0, sizeof(r));
 	r.offset = offset;
 	r.length = length;
 	r.node = node;
+	r.bitmap = (uintptr_t)bitmap;
 	if (ioctl(fd, MORSEL_IOC_MIGRATE, &r))
 		return NEG_ERRNO;
 	if (res)

@@ -140,6 +140,10 @@ int morsel_memory_manager(void);
 int morsel_set_mpol(int fd, unsigned int mode, uint64_t nodes);
 int morsel_migrate(int fd, uint64_t offset, uint64_t length, unsigned int node,
 		   struct morsel_migrate *res);
+/* Only the pages whose bit in @bitmap is set (as morsel_accessed fills it). */
+int morsel_migrate_bitmap(int fd, uint64_t offset, uint64_t length,
+			  const uint64_t *bitmap, unsigned int node,
+			  struct morsel_migrate *res);
 /*
  * Hot and cold (new in 1.4): which populated pages of [@offset, +
  * @length) were accessed through shared mappings, by any process, since

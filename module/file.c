@@ -503,6 +503,8 @@ int morsel_collapse_range(struct inode *inode, u64 start, u64 end)
 
 /**
  * morsel_migrate_range - MORSEL_IOC_MIGRATE of [@start, @end) to node @nid
+ * @bits: NULL, or bit i for the page at @start + i * PAGE_SIZE: only
+ *        those move
  *
  * Page-by-page mappings of the range lose their pages first (they hold a
  * reference each, and fault the new ones in); the invalidate lock keeps
@@ -512,7 +514,7 @@ int morsel_collapse_range(struct inode *inode, u64 start, u64 end)
  * inode lock exclusively.
  */
 int morsel_migrate_range(struct inode *inode, u64 start, u64 end, int nid,
-			 struct morsel_migrate *res)
+			 const unsigned long *bits, struct morsel_migrate *res)
 {
 	struct morsel *m = inode->i_private;
 	int err;
@@ -521,7 +523,7 @@ int morsel_migrate_range(struct inode *inode, u64 start, u64 end, int nid,
 	WRITE_ONCE(m->migrating, true);
 	synchronize_srcu(&morsel_walk_srcu);
 	morsel_zap_paged(inode, start, end, false);
-	err = morsel_migrate(m, inode->i_mapping, start, end, nid, res);
+	err = morsel_migrate(m, inode->i_mapping, start, end, nid, bits, res);
 	WRITE_ONCE(m->migrating, false);
 	filemap_invalidate_unlock(inode->i_mapping);
 	return err;

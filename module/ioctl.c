@@ -268,6 +268,7 @@ out:
 static long ioc_migrate(struct inode *inode, struct morsel *m,
 			struct morsel_migrate __user *arg)
 {
+	unsigned long *bits = NULL;
 	struct morsel_migrate r;
 	u64 end, size;
 	long err;
@@ -277,10 +278,22 @@ static long ioc_migrate(struct inode *inode, struct morsel *m,
 	if (r.flags || !all_zero(r.reserved, sizeof(r.reserved)) ||
 	    r.node >= MAX_NUMNODES || !node_state(r.node, N_MEMORY) ||
 	    !PAGE_ALIGNED(r.offset) || !PAGE_ALIGNED(r.length) ||
-	    r.offset + r.length < r.offset)
+	    r.offset + r.length < r.offset ||
+	    (r.bitmap && (!r.length || r.length > MORSEL_MIGRATE_BITMAP_MAX)))
 		return -EINVAL;
 	if (m->pm)
 		return -EOPNOTSUPP;
+	/* Copied in before any lock: the buffer may be a morsel's. */
+	if (r.bitmap) {
+		size = DIV_ROUND_UP(r.length >> PAGE_SHIFT, 64) * 8;
+		bits = kvmalloc(size, GFP_KERNEL);
+		if (!bits)
+			return -ENOMEM;
+		if (copy_from_user(bits, u64_to_user_ptr(r.bitmap), size)) {
+			kvfree(bits);
+			return -EFAULT;
+		}
+	}
 	/* Out only: whatever the caller left there is not added to. */
 	r.moved = 0;
 	r.pinned = 0;
@@ -290,8 +303,9 @@ static long ioc_migrate(struct inode *inode, struct morsel *m,
 	size = PAGE_ALIGN(i_size_read(inode));
 	end = r.length ? r.offset + r.length : max(size, r.offset);
 	err = end > size ? -EINVAL :
-	      morsel_migrate_range(inode, r.offset, end, r.node, &r);
+	      morsel_migrate_range(inode, r.offset, end, r.node, bits, &r);
 	inode_unlock(inode);
+	kvfree(bits);
 	if (copy_to_user(arg, &r, sizeof(r)))
 		err = err ?: -EFAULT;
 	return err;

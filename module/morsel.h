@@ -293,7 +293,8 @@ unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end);
 int morsel_count_nodes(struct morsel *m, u64 start, u64 end, u64 *pages,
 		       unsigned int nr_nodes);
 int morsel_migrate(struct morsel *m, struct address_space *mapping,
-		   u64 start, u64 end, int nid, struct morsel_migrate *res);
+		   u64 start, u64 end, int nid, const unsigned long *bits,
+		   struct morsel_migrate *res);
 void morsel_scan_accessed(struct morsel *m, u64 start, u64 end, bool clear,
 			  unsigned long *bits, u64 *accessed, u64 *populated);
 bool morsel_poison(struct morsel *m, u64 off, struct page *page);
@@ -369,7 +370,7 @@ int morsel_evict(struct inode *inode, loff_t size, u64 start, u64 end);
 vm_fault_t morsel_page_fault(struct vm_fault *vmf, bool own);
 int morsel_collapse_range(struct inode *inode, u64 start, u64 end);
 int morsel_migrate_range(struct inode *inode, u64 start, u64 end, int nid,
-			 struct morsel_migrate *res);
+			 const unsigned long *bits, struct morsel_migrate *res);
 void morsel_zap_paged(struct inode *inode, loff_t start, loff_t end,
 		      bool even_cows);
 

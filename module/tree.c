@@ -2366,8 +2366,20 @@ static void slot_store(struct morsel *m, mentry_t *slot, mentry_t v,
  * pages (no lock of the tree's: the caller's locks keep every leaf where
  * it is, faults only fill holes).  Return: how many items.
  */
-static unsigned int migrate_choose(struct morsel *m, u64 *cur, u64 end,
-				   int nid, const struct morsel_place *to,
+/* Whether @bits (from @start) has a bit set in [@from, @to). */
+static bool migrate_wanted(const unsigned long *bits, u64 start, u64 from,
+			   u64 to)
+{
+	u64 first = (max(from, start) - start) >> PAGE_SHIFT;
+
+	return !bits || find_next_bit(bits, (to - start) >> PAGE_SHIFT,
+				      first) < (to - start) >> PAGE_SHIFT;
+}
+
+static unsigned int migrate_choose(struct morsel *m, u64 start, u64 *cur,
+				   u64 end, int nid,
+				   const struct morsel_place *to,
+				   const unsigned long *bits,
 				   struct migrating *items,
 				   struct morsel_migrate *res)
 {
@@ -2386,7 +2398,9 @@ static unsigned int migrate_choose(struct morsel *m, u64 *cur, u64 end,
 		}
 		span = level_span(level);
 		off = round_down(off, span);
-		if (level == 2 || leaf_shared(e, level)) {
+		if (!migrate_wanted(bits, start, off, min(off + span, end))) {
+			/* nothing of it asked for */
+		} else if (level == 2 || leaf_shared(e, level)) {
 			res->shared += MORSEL_LEAF_PAGES(level);
 		} else if (page_to_nid(entry_page(e)) != nid) {
 			struct migrating *it = &items[n];
@@ -2486,6 +2500,8 @@ static void migrate_batch(struct morsel *m, struct address_space *mapping,
 /**
  * morsel_migrate - move the pages of [@start, @end) to node @nid
  * @mapping: the file's, for its order-0 copies
+ * @bits:    NULL, or bit i for the page at @start + i * PAGE_SIZE: only
+ *           those move (a 2 MiB leaf if any of its pages' bits is set)
  * @res:     counts what moved and what was left, and why (added to)
  *
  * The caller holds the inode lock and the invalidate lock exclusively,
@@ -2496,7 +2512,8 @@ static void migrate_batch(struct morsel *m, struct address_space *mapping,
  * stays moved) or an error from making a clone's tables this file's own.
  */
 int morsel_migrate(struct morsel *m, struct address_space *mapping,
-		   u64 start, u64 end, int nid, struct morsel_migrate *res)
+		   u64 start, u64 end, int nid, const unsigned long *bits,
+		   struct morsel_migrate *res)
 {
 	struct morsel_place to = { };
 	struct migrating *items;
@@ -2524,7 +2541,8 @@ int morsel_migrate(struct morsel *m, struct address_space *mapping,
 		mutex_unlock(&m->lock);
 	}
 	while (!err && cur < end) {
-		n = migrate_choose(m, &cur, end, nid, &to, items, res);
+		n = migrate_choose(m, start, &cur, end, nid, &to, bits, items,
+				   res);
 		mutex_lock(&m->lock);
 		migrate_batch(m, mapping, items, n, res);
 		mutex_unlock(&m->lock);

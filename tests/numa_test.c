@@ -27,7 +27,10 @@
  *   sees what every process that maps it touched; clearing flushes the
  *   mappers, so the next access is seen again; a 2 MiB leaf has one bit;
  *   read(2) sets none; a migration keeps the bit; bad arguments get
- *   EINVAL, EBADF, EFAULT.
+ *   EINVAL, EBADF, EFAULT; MIGRATE with a bitmap moves only its pages.
+ * - Tiering (tierd/morsel-tierd, driven round by round with --tick):
+ *   the pages other processes keep touching end up on the CPU's node,
+ *   within the budget, and follow when the hot set moves.
  *
  * Each test mounts its own instance at /tmp/morsel-numa and unmounts it.
  * Runs in the VM as root, in a boot with two nodes (tests/run-all).
@@ -811,7 +814,7 @@ TEST(migrate_refuses_bad_arguments)
 	r.flags = 1;
 	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
 	r.flags = 0;
-	r.reserved[3] = 1;
+	r.reserved[2] = 1;
 	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
 	ro = open(path_in(NDIR, "f"), O_RDONLY);
 	ASSERT_LE(0, ro);
@@ -1040,6 +1043,118 @@ TEST(accessed_refuses_bad_arguments)
 	ASSERT_LE(0, ro);
 	EXPECT_EQ(-EBADF, scan(ro, 0, 0, NULL, 0, &a));
 	close(ro);
+	instance_done(NDIR, fd);
+}
+
+TEST(migrate_with_a_bitmap_moves_only_its_pages)
+{
+	uint64_t bm[NPAGES / 64] = { 0 }, n[2];
+	struct morsel_migrate r = { 0 };
+	int fd;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", NPAGES * PG);
+	fill(_metadata, fd, 0, NPAGES * PG, POPULATE);
+	bm[0] = 0xff;			/* pages 0-7 */
+	bm[2] = 1ULL << 63;		/* page 191 */
+	r.length = NPAGES * PG;
+	r.node = 1;
+	r.bitmap = (uintptr_t)bm;
+	ASSERT_EQ(0, ioctl(fd, MORSEL_IOC_MIGRATE, &r)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(9, r.moved);
+	node_pages(_metadata, fd, 0, 8 * PG, n);
+	EXPECT_EQ(8, n[1]);
+	node_pages(_metadata, fd, 191 * PG, PG, n);
+	EXPECT_EQ(1, n[1]);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_EQ(9, n[1]);
+	/* A bitmap needs a length, at most MORSEL_MIGRATE_BITMAP_MAX. */
+	r.length = 0;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
+	r.length = MORSEL_MIGRATE_BITMAP_MAX + PG;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
+	r.length = NPAGES * PG;
+	r.bitmap = 8;
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
+	instance_done(NDIR, fd);
+}
+
+/* One round of the daemon: a tick in, its line out. */
+static void tier_round(struct __test_metadata *_metadata, int tick, FILE *out,
+		       char *line, size_t len)
+{
+	ASSERT_EQ(1, write(tick, "t", 1));
+	ASSERT_NE(NULL, fgets(line, len, out));
+}
+
+static void touch_pages(char *p, int first, int last)
+{
+	int i;
+
+	for (i = first; i < last; i++)
+		read_byte(p + i * PG);
+}
+
+TEST(tierd_keeps_the_hottest_pages_on_the_cpu_node)
+{
+	const int pages = 2048, budget = 512;
+	int in[2], outp[2], fd, k, status;
+	char line[256];
+	uint64_t n[2];
+	FILE *out;
+	pid_t pid;
+	char *p;
+
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:1", pages * PG);
+	fill(_metadata, fd, 0, pages * PG, POPULATE);
+	p = map(_metadata, fd, pages * PG, PROT_READ);
+	ASSERT_EQ(0, pipe(in));
+	ASSERT_EQ(0, pipe(outp));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		dup2(in[0], 0);
+		dup2(outp[1], 1);
+		close(in[1]);
+		close(outp[0]);
+		execl("tierd/morsel-tierd", "morsel-tierd", "--fast", "0", "--slow", "1",
+		      "--budget", "2M", "--tick", NDIR "/f", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(outp[1]);
+	out = fdopen(outp[0], "r");
+	ASSERT_NE(NULL, out);
+	/* Every page is fresh, so as hot as any: the first 512 come. */
+	tier_round(_metadata, in[1], out, line, sizeof(line));
+	ASSERT_NE(NULL, strstr(line, " scan_ms")) TH_LOG("%s", line);
+	*strstr(line, " scan_ms") = 0;	/* the times vary */
+	EXPECT_STREQ("round 1: fast 512 slow 1536 promoted 512 demoted 0", line);
+	/* Another process's working set: pages 1024-1279. */
+	for (k = 0; k < 3; k++) {
+		touch_in_child(_metadata, fd, pages * PG, 1024, 1280, 0);
+		tier_round(_metadata, in[1], out, line, sizeof(line));
+		TH_LOG("%s", line);
+	}
+	node_pages(_metadata, fd, 1024 * PG, 256 * PG, n);
+	EXPECT_EQ(256, n[0]);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_GE(budget, n[0]);
+	EXPECT_EQ(pages, n[0] + n[1]);
+	/* It moves, to this process: pages 1536-1791. */
+	for (k = 0; k < 3; k++) {
+		touch_pages(p, 1536, 1792);
+		tier_round(_metadata, in[1], out, line, sizeof(line));
+		TH_LOG("%s", line);
+	}
+	node_pages(_metadata, fd, 1536 * PG, 256 * PG, n);
+	EXPECT_EQ(256, n[0]);
+	node_pages(_metadata, fd, 0, 0, n);
+	EXPECT_GE(budget, n[0]);
+	close(in[1]);
+	fclose(out);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	munmap(p, pages * PG);
 	instance_done(NDIR, fd);
 }
 

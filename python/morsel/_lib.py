@@ -66,7 +66,8 @@ class MorselMigrate(ctypes.Structure):
         ("pinned", _u64),
         ("shared", _u64),
         ("failed", _u64),
-        ("reserved", _u64 * 4),
+        ("bitmap", _u64),
+        ("reserved", _u64 * 3),
     ]
 
 

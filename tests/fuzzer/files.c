@@ -833,7 +833,7 @@ void op_migrate(int s)
 	if (bad == 1)
 		m.flags = 1;
 	else if (bad == 2)
-		m.reserved[below(4)] = 1;
+		m.reserved[below(3)] = 1;
 	else if (bad == 3)
 		m.node = 64;
 	note("MIGRATE slot %d fd %s off %#" PRIx64 " len %#" PRIx64 " node %llu bad %d",

@@ -303,6 +303,10 @@ struct morsel_node_pages {
  * @shared:   out: pages left because a clone shares them, or under a
  *            1 GiB leaf (whose block is the huge1g= reserve's).
  * @failed:   out: pages left because @node had no free page.
+ * @bitmap:   in: 0, or a user buffer of (pages + 63) / 64 __u64 words as
+ *            MORSEL_IOC_ACCESSED fills: only the range's pages whose bit
+ *            is set move (a 2 MiB page if any of its bits is).  Then
+ *            @length must be given, at most MORSEL_MIGRATE_BITMAP_MAX.
  * @reserved: in: must be 0; out: 0.
  *
  * Every process that maps the file sees the new pages at once: each
@@ -317,8 +321,12 @@ struct morsel_migrate {
 	__u64 pinned;
 	__u64 shared;
 	__u64 failed;
-	__u64 reserved[4];
+	__u64 bitmap;
+	__u64 reserved[3];
 };
+
+/* The longest range MORSEL_IOC_MIGRATE takes with a bitmap (64 GiB). */
+#define MORSEL_MIGRATE_BITMAP_MAX	(1ULL << 36)
 
 /**
  * struct morsel_accessed - argument of MORSEL_IOC_ACCESSED
