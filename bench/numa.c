@@ -19,6 +19,19 @@
  * then back to 0).  Metrics: ms, and the pages that moved (all of them:
  * the run fails otherwise).
  *
+ * Then, with the same P mappers (each having read every page), one pass
+ * of hot/cold tracking over each file (family numa-scan):
+ * - tmpfs-page_idle: /sys/kernel/mm/page_idle/bitmap over the tmpfs
+ *   file's page frames (from /proc/self/pagemap, read before timing):
+ *   a read (which pages were used since they were marked idle) and a
+ *   write (mark them idle again); each walks every page's reverse map,
+ *   clearing the young bit in every mapper's PTE;
+ * - morsel-accessed: one MORSEL_IOC_ACCESSED with MORSEL_ACCESSED_CLEAR
+ *   over the morsel: its leaves' accessed bits, one flush per mapper and
+ *   32 MiB.
+ * Metrics: ms, and the pages found accessed (all: every mapper read
+ * every page since the previous pass).
+ *
  * Under emulation both nodes are one host memory and a TLB flush is a
  * software operation: the times compare the work the two mechanisms do
  * (reverse-map walks and PTE changes against one leaf per page and one
@@ -51,6 +64,8 @@
 #define TMPFS_DIR	"/tmp/bench-numa-tmpfs"
 #define MPOL_MF_MOVE_ALL	(1 << 2)	/* <numaif.h> */
 #define MAXP	64
+#define PAGEMAP_PFN	((1ULL << 55) - 1)
+#define PAGEMAP_PRESENT	(1ULL << 63)
 
 static uint64_t len;
 static char mpath[256];
@@ -96,6 +111,84 @@ static void touch(const char *p)
 	(void)sink;
 }
 
+/* The sorted page frames of @p's pages (present: it read them all). */
+static uint64_t *pfns_of(const char *p)
+{
+	uint64_t n = len / PG, i, *pfn = malloc(n * sizeof(*pfn));
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (!pfn || fd < 0)
+		die("/proc/self/pagemap", fd < 0 ? errno : ENOMEM);
+	if (pread(fd, pfn, n * 8, (uintptr_t)p / PG * 8) != (ssize_t)(n * 8))
+		die("pagemap", errno ? errno : EIO);
+	close(fd);
+	for (i = 0; i < n; i++) {
+		if (!(pfn[i] & PAGEMAP_PRESENT) || !(pfn[i] & PAGEMAP_PFN))
+			die("pagemap: a page without its frame", EIO);
+		pfn[i] &= PAGEMAP_PFN;
+	}
+	return pfn;
+}
+
+/*
+ * One pass of idle-page tracking over the frames @pfn: read their bits
+ * (set: not used since marked idle), then mark them idle.  ms; *@used
+ * gets the frames found used.
+ */
+static double page_idle_pass(const uint64_t *pfn, uint64_t *used)
+{
+	uint64_t n = len / PG, lo = UINT64_MAX, hi = 0, i, words, *bits, *mine;
+	int fd = open("/sys/kernel/mm/page_idle/bitmap", O_RDWR);
+	double t;
+
+	if (fd < 0)
+		die("/sys/kernel/mm/page_idle/bitmap", errno);
+	for (i = 0; i < n; i++) {
+		lo = pfn[i] < lo ? pfn[i] : lo;
+		hi = pfn[i] > hi ? pfn[i] : hi;
+	}
+	lo &= ~63ULL;
+	words = (hi - lo) / 64 + 1;
+	bits = calloc(words, 8);
+	mine = calloc(words, 8);
+	if (!bits || !mine)
+		die("calloc", ENOMEM);
+	for (i = 0; i < n; i++)
+		mine[(pfn[i] - lo) / 64] |= 1ULL << ((pfn[i] - lo) % 64);
+	t = now_ms();
+	if (pread(fd, bits, words * 8, lo / 8) != (ssize_t)(words * 8))
+		die("page_idle read", errno ? errno : EIO);
+	if (pwrite(fd, mine, words * 8, lo / 8) != (ssize_t)(words * 8))
+		die("page_idle write", errno ? errno : EIO);
+	t = now_ms() - t;
+	*used = 0;
+	for (i = 0; i < words; i++)
+		*used += __builtin_popcountll(mine[i] & ~bits[i]);
+	free(bits);
+	free(mine);
+	close(fd);
+	return t;
+}
+
+static double morsel_scan(int fd, uint64_t *used)
+{
+	struct morsel_accessed a = { .flags = MORSEL_ACCESSED_CLEAR };
+	double t = now_ms();
+
+	if (ioctl(fd, MORSEL_IOC_ACCESSED, &a))
+		die("MORSEL_IOC_ACCESSED", errno);
+	*used = a.accessed;
+	return now_ms() - t;
+}
+
+/* Every mapper reads every page of both files again (a SIGUSR1 each). */
+static int reread[2];
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
 /* P children that map and read both files, then wait for SIGTERM. */
 static void start_mappers(int nr, pid_t *pids)
 {
@@ -109,19 +202,39 @@ static void start_mappers(int nr, pid_t *pids)
 		if (pids[i] < 0)
 			die("fork", errno);
 		if (!pids[i]) {
-			touch(map_file(tpath));
-			touch(map_file(mpath));
-			if (write(ready[1], "r", 1) != 1)
-				_exit(1);
-			pause();
-			_exit(0);
+			char *t = map_file(tpath), *m = map_file(mpath);
+			sigset_t usr1;
+
+			sigemptyset(&usr1);
+			sigaddset(&usr1, SIGUSR1);
+			for (;;) {
+				touch(t);
+				touch(m);
+				if (write(ready[1], "r", 1) != 1)
+					_exit(1);
+				if (sigwaitinfo(&usr1, NULL) < 0)
+					_exit(1);
+			}
 		}
 	}
 	for (i = 0; i < nr; i++)
 		if (read(ready[0], &c, 1) != 1)
 			die("mapper", EIO);
-	close(ready[0]);
-	close(ready[1]);
+	reread[0] = ready[0];
+	reread[1] = ready[1];
+}
+
+/* Every mapper reads both files once more; back when all have. */
+static void reread_all(int nr, pid_t *pids)
+{
+	int i;
+	char c;
+
+	for (i = 0; i < nr; i++)
+		kill(pids[i], SIGUSR1);
+	for (i = 0; i < nr; i++)
+		if (read(reread[0], &c, 1) != 1)
+			die("mapper", EIO);
 }
 
 static void stop_mappers(int nr, pid_t *pids)
@@ -132,6 +245,8 @@ static void stop_mappers(int nr, pid_t *pids)
 		kill(pids[i], SIGTERM);
 	for (i = 0; i < nr; i++)
 		waitpid(pids[i], NULL, 0);
+	close(reread[0]);
+	close(reread[1]);
 }
 
 /* move_pages(2) of all of @p to @node; ms.  Every page must move. */
@@ -181,8 +296,10 @@ int main(int argc, char **argv)
 	const char *mnt = getenv("MORSEL_MNT");
 	const int *ps = full_ps;
 	int nps = 3, it, iters = 3, k, fd, node = 0;
+	uint64_t used, *pfn;
 	pid_t pids[MAXP];
 	char opts[64], *tmap;
+	sigset_t usr1;
 
 	if (argc > 1 && !strcmp(argv[1], "--quick")) {
 		len = 16 * MiB;
@@ -199,6 +316,11 @@ int main(int argc, char **argv)
 	if (access("/sys/devices/system/node/node1/meminfo", F_OK))
 		die("one NUMA node (run with vm/run --numa 2)", ENODEV);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Children wait for SIGUSR1 with sigwaitinfo: blocked from the fork. */
+	signal(SIGUSR1, on_usr1);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	snprintf(mpath, sizeof(mpath), "%s/bench-numa", mnt);
 	snprintf(opts, sizeof(opts), "size=%llu,mpol=bind:0",
 		 (unsigned long long)(len + 64 * MiB));
@@ -226,6 +348,19 @@ int main(int argc, char **argv)
 			emit("numa", "morsel-migrate", ps[k], it, "ms", morsel_move(fd, node));
 			emit("numa", "morsel-migrate", ps[k], it, "mib", len / MiB);
 		}
+		/* The tmpfs pages moved: their frames now. */
+		pfn = pfns_of(tmap);
+		page_idle_pass(pfn, &used);	/* marks them idle */
+		morsel_scan(fd, &used);		/* clears the bits */
+		for (it = 0; it < iters; it++) {
+			reread_all(ps[k], pids);
+			emit("numa-scan", "tmpfs-page_idle", ps[k], it, "ms",
+			     page_idle_pass(pfn, &used));
+			emit("numa-scan", "tmpfs-page_idle", ps[k], it, "accessed", used);
+			emit("numa-scan", "morsel-accessed", ps[k], it, "ms", morsel_scan(fd, &used));
+			emit("numa-scan", "morsel-accessed", ps[k], it, "accessed", used);
+		}
+		free(pfn);
 		stop_mappers(ps[k], pids);
 	}
 	munmap(tmap, len);
