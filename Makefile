@@ -26,7 +26,7 @@ BINS    += bench/persist
 BINS    += bench/clone bench/mm
 # Migration between NUMA nodes against move_pages on tmpfs (issue 24),
 # and the tiering policy over morsels' accessed bits.
-BINS    += bench/numa tierd/morsel-tierd
+BINS    += bench/numa bench/tier tierd/morsel-tierd
 # tests/programs_test runs these from morselfs (a program and its own
 # shared library, found through LD_LIBRARY_PATH).
 BINS    += tests/programs/hello tests/programs/libmsl.so
@@ -236,6 +236,9 @@ bench/clone: bench/clone.c bench/common.h $(LIB)
 
 tierd/morsel-tierd: tierd/morsel-tierd.c $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+bench/tier: bench/tier.c bench/common.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lm
 
 bench/numa: bench/numa.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)

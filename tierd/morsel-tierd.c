@@ -19,8 +19,10 @@
  * 3. The budget's worth of the hottest populated pages, over all files
  *    (hotness above a threshold found from a histogram of the 256
  *    values; among equals, files in command-line order and pages in
- *    file order), is the fast set.  Pages that were never accessed
- *    (hotness 0) stay out of it.
+ *    file order), is the fast set.  A page of the last round's fast set
+ *    ranks STICKY (32) higher: pages near the threshold do not swap
+ *    places every round (a round sees only touched or not).  Pages that
+ *    were never accessed (hotness 0) stay out of it.
  * 4. Per file, one MORSEL_IOC_MIGRATE with a bitmap moves the pages out
  *    of the fast set to the slow node (demotion first, making room), one
  *    moves the fast set to the fast node; the kernel leaves pages that
@@ -53,6 +55,7 @@
 #include "morsel.h"
 
 #define PG	4096ULL
+#define STICKY	32
 
 struct tfile {
 	const char *path;
@@ -62,6 +65,7 @@ struct tfile {
 	uint64_t *acc;		/* bitmap from ACCESSED */
 	uint64_t *want;		/* bitmap: the fast set */
 	uint64_t *rest;		/* bitmap: populated, not in the fast set */
+	uint64_t *prev;		/* bitmap: the last round's fast set */
 };
 
 static volatile sig_atomic_t stop;
@@ -113,11 +117,21 @@ static inline int bit(const uint64_t *bm, uint64_t i)
 	return bm[i / 64] >> (i % 64) & 1;
 }
 
+/* Where a page ranks: its hotness, and STICKY more if it is fast now. */
+static inline unsigned int rank(const struct tfile *f, uint64_t p)
+{
+	unsigned int r = f->hot[p];
+
+	if (r && bit(f->prev, p))
+		r += STICKY;
+	return r > 255 ? 255 : r;
+}
+
 /* The file's size now; its arrays follow it (new pages start cold). */
 static int refresh(struct tfile *f)
 {
 	struct morsel_stat st;
-	uint64_t pages, words;
+	uint64_t pages, words, p;
 	int err = morsel_stat(f->fd, &st);
 
 	if (err)
@@ -129,10 +143,14 @@ static int refresh(struct tfile *f)
 		f->acc = realloc(f->acc, words * 8);
 		f->want = realloc(f->want, words * 8);
 		f->rest = realloc(f->rest, words * 8);
-		if (!f->hot || !f->acc || !f->want || !f->rest)
+		f->prev = realloc(f->prev, words * 8);
+		if (!f->hot || !f->acc || !f->want || !f->rest || !f->prev)
 			return -ENOMEM;
-		if (pages > f->pages)
+		if (pages > f->pages) {
 			memset(f->hot + f->pages, 0, pages - f->pages);
+			for (p = f->pages; p < pages; p++)	/* not fast */
+				f->prev[p / 64] &= ~(1ULL << (p % 64));
+		}
 		f->pages = pages;
 	}
 	return 0;
@@ -208,7 +226,7 @@ int main(int argc, char **argv)
 			}
 			for (p = 0; p < f->pages; p++) {
 				f->hot[p] = f->hot[p] / 2 + (bit(f->acc, p) ? 128 : 0);
-				hist[f->hot[p]]++;
+				hist[rank(f, p)]++;
 			}
 		}
 		scan_ms = now_ms() - t0;
@@ -229,8 +247,8 @@ int main(int argc, char **argv)
 			memset(f->want, 0, words * 8);
 			memset(f->rest, 0, words * 8);
 			for (p = 0; p < f->pages; p++) {
-				int in = f->hot[p] > n ||
-					 (f->hot[p] == n && n > 0 && taken && taken--);
+				unsigned int r = rank(f, p);
+				int in = r > n || (r == n && n > 0 && taken && taken--);
 
 				if (in)
 					f->want[p / 64] |= 1ULL << (p % 64);
@@ -245,6 +263,7 @@ int main(int argc, char **argv)
 			}
 			if (!err)
 				promoted += r.moved;
+			memcpy(f->prev, f->want, words * 8);
 			/* Shrunk since the scan: next round sees its size. */
 			if (err && err != -EINVAL) {
 				fprintf(stderr, "morsel-tierd: %s: migrate: %s\n", f->path,
