@@ -234,8 +234,8 @@ bench/persist: bench/persist.c bench/common.h $(LIB)
 bench/clone: bench/clone.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-tierd/morsel-tierd: tierd/morsel-tierd.c $(LIB)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+tierd/morsel-tierd: tierd/morsel-tierd.c lib/parse_size.c $(LIB)
+	$(CC) $(CFLAGS) -o $@ $< lib/parse_size.c $(LIB) $(LDLIBS)
 
 bench/tier: bench/tier.c bench/common.h $(LIB)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lm

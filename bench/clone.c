@@ -68,18 +68,7 @@ static double cp(const char *how, const char *from, const char *to)
 /* A file of len bytes at @path, every page written (not zero). */
 static void fill(const char *path)
 {
-	static char buf[1 * MiB];
-	uint64_t off;
-	int fd;
-
-	memset(buf, 'c', sizeof(buf));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		die(path, errno);
-	for (off = 0; off < len; off += sizeof(buf))
-		if (pwrite(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
-			die(path, errno ? errno : EIO);
-	close(fd);
+	fill_file(path, len, 'c');
 }
 
 /* One byte into every 2 MiB of @path; ms per 2 MiB. */

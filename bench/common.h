@@ -4,10 +4,12 @@
 #define MORSEL_BENCH_COMMON_H
 
 #include <errno.h>	/* program_invocation_short_name (_GNU_SOURCE) */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline double now_ms(void)
 {
@@ -35,6 +37,23 @@ static inline void emit(const char *bench, const char *variant,
 {
 	printf("csv,%s,%s,%llu,%d,%s,%.6f\n", bench, variant, param, iter,
 	       metric, value);
+}
+
+/* A file of @len bytes (a multiple of 1 MiB) at @path, every byte @c. */
+static inline void fill_file(const char *path, unsigned long long len, char c)
+{
+	static char buf[1 << 20];
+	unsigned long long off;
+	int fd;
+
+	memset(buf, c, sizeof(buf));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		die(path, errno);
+	for (off = 0; off < len; off += sizeof(buf))
+		if (pwrite(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
+			die(path, errno ? errno : EIO);
+	close(fd);
 }
 
 /* A morselfs counter (/sys/fs/morselfs/@name: pages, tables, morsels, mounts). */

@@ -73,18 +73,7 @@ static const char *tpath = TMPFS_DIR "/f";
 
 static void fill(const char *path)
 {
-	static char buf[1 * MiB];
-	uint64_t off;
-	int fd;
-
-	memset(buf, 'n', sizeof(buf));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		die(path, errno);
-	for (off = 0; off < len; off += sizeof(buf))
-		if (pwrite(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
-			die(path, errno ? errno : EIO);
-	close(fd);
+	fill_file(path, len, 'n');
 }
 
 static char *map_file(const char *path)

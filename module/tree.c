@@ -2285,6 +2285,32 @@ int morsel_collapse(struct morsel *m, u64 start, u64 end)
  */
 #define MIGRATE_BATCH	8192	/* pages per flush (32 MiB) */
 
+/*
+ * The first populated leaf at or after *@off and before @end: its slot,
+ * entry and level; *@off becomes the start of the leaf (which may lie
+ * before the old *@off, inside a 2 MiB or 1 GiB leaf).  NULL when there
+ * is none.  The caller keeps the tables (m->lock, or the locks that keep
+ * the tree from shrinking).
+ */
+static mentry_t *next_leaf(struct morsel *m, u64 *off, u64 end, mentry_t *e,
+			   int *level)
+{
+	mentry_t *slot;
+	u64 span;
+
+	while (*off < end) {
+		span = PAGE_SIZE;
+		*e = 0;
+		slot = walk(m, *off, false, &span, e, level);
+		if (slot && *e && *e != MORSEL_POISON) {
+			*off = round_down(*off, level_span(*level));
+			return slot;
+		}
+		*off = round_down(*off, span) + span;
+	}
+	return NULL;
+}
+
 struct migrating {
 	mentry_t *slot;
 	mentry_t leaf;		/* as chosen; then as cleared */
@@ -2388,16 +2414,9 @@ static unsigned int migrate_choose(struct morsel *m, u64 start, u64 *cur,
 	mentry_t *slot, e;
 	int level;
 
-	while (off < end && pages < MIGRATE_BATCH) {
-		span = PAGE_SIZE;
-		e = 0;
-		slot = walk(m, off, false, &span, &e, &level);
-		if (!slot || !e || e == MORSEL_POISON) {
-			off = round_down(off, span) + span;
-			continue;
-		}
+	while (pages < MIGRATE_BATCH &&
+	       (slot = next_leaf(m, &off, end, &e, &level))) {
 		span = level_span(level);
-		off = round_down(off, span);
 		if (!migrate_wanted(bits, start, off, min(off + span, end))) {
 			/* nothing of it asked for */
 		} else if (level == 2 || leaf_shared(e, level)) {
@@ -2569,23 +2588,15 @@ int morsel_migrate(struct morsel *m, struct address_space *mapping,
 void morsel_scan_accessed(struct morsel *m, u64 start, u64 end, bool clear,
 			  unsigned long *bits, u64 *accessed, u64 *populated)
 {
-	u64 off = start, span, from, to, lo = U64_MAX, hi = 0, i;
+	u64 off = start, from, to, lo = U64_MAX, hi = 0, i;
 	mentry_t *slot, e;
 	int level;
 
 	lockdep_assert_held(&m->lock);
 	end = min(end, morsel_extent(m->order));
-	while (off < end) {
-		span = PAGE_SIZE;
-		e = 0;
-		slot = walk(m, off, false, &span, &e, &level);
-		if (!slot || !e || e == MORSEL_POISON) {
-			off = round_down(off, span) + span;
-			continue;
-		}
-		span = level_span(level);
-		from = off;
-		to = min(round_down(off, span) + span, end);
+	while ((slot = next_leaf(m, &off, end, &e, &level))) {
+		from = max(off, start);
+		to = min(off + level_span(level), end);
 		*populated += (to - from) >> PAGE_SHIFT;
 		if (e & _PAGE_ACCESSED) {
 			*accessed += (to - from) >> PAGE_SHIFT;
@@ -2595,7 +2606,7 @@ void morsel_scan_accessed(struct morsel *m, u64 start, u64 end, bool clear,
 			if (clear) {
 				clear_bit(_PAGE_BIT_ACCESSED,
 					  (unsigned long *)slot);
-				lo = min(lo, round_down(off, span));
+				lo = min(lo, off);
 				hi = max(hi, to);
 			}
 		}

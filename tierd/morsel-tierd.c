@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "morsel.h"
+#include "cache_proto.h"	/* morsel_cache_parse_size (lib/parse_size.c) */
 
 #define PG	4096ULL
 #define STICKY	32
@@ -89,27 +90,6 @@ static void usage(void)
 	fprintf(stderr, "usage: morsel-tierd [--fast N] [--slow N] --budget SIZE [--interval MS]\n"
 		"                    [--rounds K] [--tick] [--quiet] FILE...\n");
 	exit(2);
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end)
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 static inline int bit(const uint64_t *bm, uint64_t i)
@@ -170,7 +150,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--slow") && i + 1 < argc)
 			slow = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
-			if (parse_size(argv[++i], &budget))
+			if (morsel_cache_parse_size(argv[++i], &budget))
 				usage();
 		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc)
 			interval = strtoull(argv[++i], NULL, 10);
