@@ -21,7 +21,8 @@
  *   several processes map the file and keep writing and faulting, each
  *   seeing every write; 2 MiB leaves move whole; a pinned page stays and
  *   is counted, as is a page a clone shares; page-by-page mappings fault
- *   the new pages in; bad arguments get EINVAL; move_pages(2) with a
+ *   the new pages in; the memory cgroup charge stays with the cgroup that
+ *   populated the pages; bad arguments get EINVAL; move_pages(2) with a
  *   target node cannot move morsel pages (EFAULT, EBUSY per page).
  * - Hot and cold (MORSEL_IOC_ACCESSED): one scan of a file's leaves
  *   sees what every process that maps it touched; clearing flushes the
@@ -1076,6 +1077,50 @@ TEST(migrate_with_a_bitmap_moves_only_its_pages)
 	r.bitmap = 8;
 	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_MIGRATE, &r));
 	instance_done(NDIR, fd);
+}
+
+/*
+ * Migration moves the memory cgroup charge with the pages: a cgroup that
+ * populated a file keeps its charge when another task (here, outside
+ * it) moves the pages, and the migrating task is charged nothing.
+ */
+TEST(migration_keeps_the_memcg_charge)
+{
+	const uint64_t size = 16 * MiB;
+	struct morsel_migrate r;
+	long a0, a1, b0, b1;
+	int fd, status;
+	pid_t pid;
+
+	fresh_cgroup(_metadata, "numa-a");
+	fresh_cgroup(_metadata, "numa-b");
+	fd = instance_with_file(_metadata, NDIR, "mpol=bind:0", size);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(join_cgroup("numa-a") || morsel_populate(fd, 0, size) ? 1 : 0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	a0 = cg_current("numa-a");
+	b0 = cg_current("numa-b");
+	EXPECT_LE((long)size, a0);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(join_cgroup("numa-b") || migrate(fd, 0, 0, 1, &r) ||
+		      r.moved != size / PG ? 1 : 0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	a1 = cg_current("numa-a");
+	b1 = cg_current("numa-b");
+	TH_LOG("numa-a %ld -> %ld, numa-b %ld -> %ld", a0, a1, b0, b1);
+	/* The old pages' charge went, the new ones' came: about even. */
+	EXPECT_GE((long)(1 * MiB), labs(a1 - a0));
+	EXPECT_GE((long)(1 * MiB), b1 - b0);
+	instance_done(NDIR, fd);
+	EXPECT_GE(a1 - (long)size + (long)(1 * MiB), cg_current("numa-a"));
+	rmdir("/sys/fs/cgroup/numa-a");
+	rmdir("/sys/fs/cgroup/numa-b");
 }
 
 /* One round of the daemon: a tick in, its line out. */
