@@ -128,6 +128,7 @@ static double page_idle_pass(const uint64_t *pfn, uint64_t *used)
 {
 	uint64_t n = len / PG, lo = UINT64_MAX, hi = 0, i, words, *bits, *mine;
 	int fd = open("/sys/kernel/mm/page_idle/bitmap", O_RDWR);
+	ssize_t got;
 	double t;
 
 	if (fd < 0)
@@ -145,10 +146,17 @@ static double page_idle_pass(const uint64_t *pfn, uint64_t *used)
 	for (i = 0; i < n; i++)
 		mine[(pfn[i] - lo) / 64] |= 1ULL << ((pfn[i] - lo) % 64);
 	t = now_ms();
-	if (pread(fd, bits, words * 8, lo / 8) != (ssize_t)(words * 8))
-		die("page_idle read", errno ? errno : EIO);
-	if (pwrite(fd, mine, words * 8, lo / 8) != (ssize_t)(words * 8))
-		die("page_idle write", errno ? errno : EIO);
+	/* sysfs moves at most a page per call. */
+	for (i = 0; i < words * 8; i += got) {
+		got = pread(fd, (char *)bits + i, words * 8 - i, lo / 8 + i);
+		if (got <= 0)
+			die("page_idle read", got ? errno : EIO);
+	}
+	for (i = 0; i < words * 8; i += got) {
+		got = pwrite(fd, (char *)mine + i, words * 8 - i, lo / 8 + i);
+		if (got <= 0)
+			die("page_idle write", got ? errno : EIO);
+	}
 	t = now_ms() - t;
 	*used = 0;
 	for (i = 0; i < words; i++)
