@@ -231,6 +231,29 @@ static long ioc_get_mpol(struct morsel *m, struct morsel_mpol __user *arg)
 	return copy_to_user(arg, &u, sizeof(u)) ? -EFAULT : 0;
 }
 
+/*
+ * A range of NODE_PAGES, MIGRATE or ACCESSED: page aligned and not
+ * wrapping (@length 0: to the end of the file).
+ */
+static bool open_range_ok(u64 offset, u64 length)
+{
+	return PAGE_ALIGNED(offset) && PAGE_ALIGNED(length) &&
+	       offset + length >= offset;
+}
+
+/*
+ * Its end under the inode lock: @length 0 reaches the file's size
+ * rounded up to a page.  Return: 0, or -EINVAL past that size.
+ */
+static int open_range_end(struct inode *inode, u64 offset, u64 length,
+			  u64 *end)
+{
+	u64 size = PAGE_ALIGN(i_size_read(inode));
+
+	*end = length ? offset + length : max(size, offset);
+	return *end > size ? -EINVAL : 0;
+}
+
 /* Populated pages of a range by node; length 0: to the end of the file. */
 static long ioc_node_pages(struct morsel *m,
 			   struct morsel_node_pages __user *arg)
@@ -247,8 +270,7 @@ static long ioc_node_pages(struct morsel *m,
 		goto out;
 	err = -EINVAL;
 	if (np->flags || !all_zero(np->reserved, sizeof(np->reserved)) ||
-	    !PAGE_ALIGNED(np->offset) || !PAGE_ALIGNED(np->length) ||
-	    np->offset + np->length < np->offset)
+	    !open_range_ok(np->offset, np->length))
 		goto out;
 	end = np->length ? np->offset + np->length : U64_MAX;
 	memset(np->pages, 0, sizeof(np->pages));
@@ -277,8 +299,7 @@ static long ioc_migrate(struct inode *inode, struct morsel *m,
 		return -EFAULT;
 	if (r.flags || !all_zero(r.reserved, sizeof(r.reserved)) ||
 	    r.node >= MAX_NUMNODES || !node_state(r.node, N_MEMORY) ||
-	    !PAGE_ALIGNED(r.offset) || !PAGE_ALIGNED(r.length) ||
-	    r.offset + r.length < r.offset ||
+	    !open_range_ok(r.offset, r.length) ||
 	    (r.bitmap && (!r.length || r.length > MORSEL_MIGRATE_BITMAP_MAX)))
 		return -EINVAL;
 	if (m->pm)
@@ -300,9 +321,7 @@ static long ioc_migrate(struct inode *inode, struct morsel *m,
 	r.shared = 0;
 	r.failed = 0;
 	inode_lock(inode);
-	size = PAGE_ALIGN(i_size_read(inode));
-	end = r.length ? r.offset + r.length : max(size, r.offset);
-	err = end > size ? -EINVAL :
+	err = open_range_end(inode, r.offset, r.length, &end) ?:
 	      morsel_migrate_range(inode, r.offset, end, r.node, bits, &r);
 	inode_unlock(inode);
 	kvfree(bits);
@@ -324,15 +343,14 @@ static long ioc_accessed(struct inode *inode, struct morsel *m,
 {
 	unsigned long *bits = NULL;
 	struct morsel_accessed a;
-	u64 off, stop, end, size, n;
+	u64 off, stop, end, n;
 	long err = 0;
 
 	if (copy_from_user(&a, arg, sizeof(a)))
 		return -EFAULT;
 	if ((a.flags & ~MORSEL_ACCESSED_CLEAR) ||
 	    !all_zero(a.reserved, sizeof(a.reserved)) ||
-	    !PAGE_ALIGNED(a.offset) || !PAGE_ALIGNED(a.length) ||
-	    a.offset + a.length < a.offset)
+	    !open_range_ok(a.offset, a.length))
 		return -EINVAL;
 	if (m->pm && (a.flags & MORSEL_ACCESSED_CLEAR))
 		return -EOPNOTSUPP;
@@ -344,10 +362,7 @@ static long ioc_accessed(struct inode *inode, struct morsel *m,
 			return -ENOMEM;
 	}
 	inode_lock_shared(inode);
-	size = PAGE_ALIGN(i_size_read(inode));
-	end = a.length ? a.offset + a.length : max(size, a.offset);
-	if (end > size)
-		err = -EINVAL;
+	err = open_range_end(inode, a.offset, a.length, &end);
 	for (off = a.offset; !err && off < end; off = stop) {
 		stop = min(end, off + (ACCESSED_CHUNK << PAGE_SHIFT));
 		n = (stop - off) >> PAGE_SHIFT;

@@ -1143,45 +1143,29 @@ unsigned long morsel_count_pages(struct morsel *m, u64 start, u64 end)
 }
 
 /*
- * Add the pages of [@start, @end) under @e (an entry of @level covering
- * the bytes from @base) to @pages by node.  The pages of one 2 MiB or
- * 1 GiB leaf are one block of the allocator, so on one node, unless its
- * first and last page say otherwise.
+ * The first populated leaf at or after *@off and before @end: its slot,
+ * entry and level; *@off becomes the start of the leaf (which may lie
+ * before the old *@off, inside a 2 MiB or 1 GiB leaf).  NULL when there
+ * is none.  The caller keeps the tables (m->lock, or the locks that keep
+ * the tree from shrinking).
  */
-static void count_in(mentry_t e, int level, u64 base, u64 start, u64 end,
-		     u64 *pages, unsigned int nr_nodes)
+static mentry_t *next_leaf(struct morsel *m, u64 *off, u64 end, mentry_t *e,
+			   int *level)
 {
-	u64 from, to, off;
-	mentry_t *t;
-	unsigned int i;
-	int nid;
+	mentry_t *slot;
+	u64 span;
 
-	if (!e || e == MORSEL_POISON || base >= end ||
-	    base + level_span(level) <= start)
-		return;
-	if (entry_leaf(e, level)) {
-		from = max(base, start);
-		to = min(base + level_span(level), end);
-		nid = page_to_nid(leaf_page(e, from, level));
-		if (nid == page_to_nid(leaf_page(e, to - 1, level))) {
-			if (nid < nr_nodes)
-				pages[nid] += (to - from) >> PAGE_SHIFT;
-			return;
+	while (*off < end) {
+		span = PAGE_SIZE;
+		*e = 0;
+		slot = walk(m, *off, false, &span, e, level);
+		if (slot && *e && *e != MORSEL_POISON) {
+			*off = round_down(*off, level_span(*level));
+			return slot;
 		}
-		for (off = from; off < to; off += PAGE_SIZE) {
-			nid = page_to_nid(leaf_page(e, off, level));
-			if (nid < nr_nodes)
-				pages[nid]++;
-		}
-		return;
+		*off = round_down(*off, span) + span;
 	}
-	t = entry_va(e);
-	for (i = 0; i < PTRS_PER_PTE; i++)
-		count_in(READ_ONCE(t[i]), level - 1,
-			 base + i * level_span(level - 1), start, end, pages,
-			 nr_nodes);
-	if (level == 1)
-		cond_resched();
+	return NULL;
 }
 
 /**
@@ -1195,12 +1179,34 @@ static void count_in(mentry_t e, int level, u64 base, u64 start, u64 end,
 int morsel_count_nodes(struct morsel *m, u64 start, u64 end, u64 *pages,
 		       unsigned int nr_nodes)
 {
-	unsigned int order;
-	mentry_t root;
+	u64 off = start, from, to, pg;
+	mentry_t *slot, e;
+	int level, nid;
 
 	mutex_lock(&m->lock);
-	order = snapshot(m, &root);
-	count_in(root, order, 0, start, end, pages, nr_nodes);
+	end = min(end, morsel_extent(m->order));
+	while ((slot = next_leaf(m, &off, end, &e, &level))) {
+		from = max(off, start);
+		to = min(off + level_span(level), end);
+		/*
+		 * A 2 MiB or 1 GiB leaf is one block of the allocator, so on
+		 * one node, unless its first and last page say otherwise.
+		 */
+		nid = page_to_nid(leaf_page(e, from, level));
+		if (nid == page_to_nid(leaf_page(e, to - 1, level))) {
+			if (nid < nr_nodes)
+				pages[nid] += (to - from) >> PAGE_SHIFT;
+		} else {
+			for (pg = from; pg < to; pg += PAGE_SIZE) {
+				nid = page_to_nid(leaf_page(e, pg, level));
+				if (nid < nr_nodes)
+					pages[nid]++;
+			}
+		}
+		off = to;
+		if (!(off & (level_span(1) - 1)))
+			cond_resched();
+	}
 	mutex_unlock(&m->lock);
 	return fatal_signal_pending(current) ? -EINTR : 0;
 }
@@ -2284,32 +2290,6 @@ int morsel_collapse(struct morsel *m, u64 start, u64 end)
  * (mount.c morsel_fault_in), and holds the locks that keep out the rest.
  */
 #define MIGRATE_BATCH	8192	/* pages per flush (32 MiB) */
-
-/*
- * The first populated leaf at or after *@off and before @end: its slot,
- * entry and level; *@off becomes the start of the leaf (which may lie
- * before the old *@off, inside a 2 MiB or 1 GiB leaf).  NULL when there
- * is none.  The caller keeps the tables (m->lock, or the locks that keep
- * the tree from shrinking).
- */
-static mentry_t *next_leaf(struct morsel *m, u64 *off, u64 end, mentry_t *e,
-			   int *level)
-{
-	mentry_t *slot;
-	u64 span;
-
-	while (*off < end) {
-		span = PAGE_SIZE;
-		*e = 0;
-		slot = walk(m, *off, false, &span, e, level);
-		if (slot && *e && *e != MORSEL_POISON) {
-			*off = round_down(*off, level_span(*level));
-			return slot;
-		}
-		*off = round_down(*off, span) + span;
-	}
-	return NULL;
-}
 
 struct migrating {
 	mentry_t *slot;
