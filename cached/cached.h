@@ -18,6 +18,8 @@
 #define MORSEL_CACHED_DIR	"/run/morsel-cache"
 /* File system types refused at most (--refuse-fs, FUSE always). */
 #define MAX_REFUSE_FS		16
+/* --load-threads at most */
+#define MAX_LOAD_THREADS	64
 
 extern int verbose;
 void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -35,6 +37,7 @@ struct cache_config {
 	uint64_t max_age;	/* --max-age, seconds unused; 0: no limit */
 	unsigned long refuse_fs[MAX_REFUSE_FS];	/* f_type values */
 	int n_refuse_fs;
+	int load_threads;	/* --load-threads: reads in flight per load */
 };
 
 /*
@@ -53,6 +56,23 @@ int index_init(int dirfd, const struct cache_config *cfg);
 int index_get(int srcfd, const struct peer *who,
 	      struct morsel_cache_reply *rep, void **sent);
 void index_sent(void *sent);
+/*
+ * Memory pressure (pressure.c): evict least recently used files that
+ * nothing holds until @need bytes are freed or none is left; returns the
+ * bytes freed, *@n the files evicted.
+ */
+uint64_t index_shrink(uint64_t need, unsigned int *n);
+
+/* The pressure watch (morsel-cached(8): --pressure, --pressure-free). */
+struct pressure_config {
+	uint64_t stall_us, window_us;	/* the PSI trigger; 0: no watch */
+	uint64_t free_bytes;		/* the floor, or else ... */
+	unsigned int free_permille;	/* ... this share of each domain */
+};
+/* Start the watching thread (none if window_us is 0); 0 or -errno. */
+int pressure_start(const struct pressure_config *pc);
+void pressure_stop(void);
+
 /* Fill @rep's counters (STATS). */
 void index_stats(struct morsel_cache_reply *rep);
 /*

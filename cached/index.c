@@ -67,7 +67,7 @@
 #endif
 
 #define PAGE		4096ULL
-#define CHUNK		(8ULL << 20)	/* bytes per pread of a load */
+#define CHUNK		(4ULL << 20)	/* bytes per read of a load */
 #define NAME_MAX_LEN	128
 /* A source with more unallocated bytes than this and ... */
 #define SPARSE_SLACK	(1ULL << 20)
@@ -612,26 +612,149 @@ again:
 	return over_share(uid, need) ? -EDQUOT : 0;
 }
 
+uint64_t index_shrink(uint64_t need, unsigned int *n)
+{
+	struct timespec now;
+	struct entry *e, *next;
+	uint64_t freed = 0, left;
+
+	*n = 0;
+	pthread_mutex_lock(&lock);
+	clock_gettime(CLOCK_REALTIME, &now);
+	reap_retired();
+	left = n_ready;
+	for (e = lru.next; e != &lru && left && freed < need; e = next, left--) {
+		next = e->next;
+		/* A reply in flight: skip it rather than wait, under pressure. */
+		if (e->refs)
+			continue;
+		if (held(e->name)) {
+			touch(e, &now);
+			continue;
+		}
+		log_msg("evict %s (%" PRIu64 " KiB, uid %u): memory pressure",
+			e->name, e->bytes >> 10, e->uid);
+		freed += e->bytes;
+		(*n)++;
+		evictions++;
+		unindex(e);
+		forget(e);
+	}
+	pthread_mutex_unlock(&lock);
+	return freed;
+}
+
 /* ---- loading ---- */
 
 /*
- * Build the morsel of @e from @src (no lock held): an O_TMPFILE, populated
- * in one call, mounted here read-write, filled by large preads, given its
- * key, linked in under e->name once complete and unchanged.  *@bytes: its
- * pages and tables.  0 or -errno.
+ * One load's parallel fill: every worker takes the next CHUNK of the file
+ * (next, atomic), populates that part of the morsel and reads the source
+ * into it.  The first error stops them all (err, atomic).
  */
-static int load(struct entry *e, int src, uint64_t *bytes)
+struct fill {
+	int src, dst;		/* the source (O_DIRECT if we could); the morsel */
+	char *p;		/* the morsel, mounted here read-write */
+	uint64_t size, len;	/* the file's size; rounded up to pages */
+	uint64_t next;		/* the next chunk's offset */
+	int err;		/* the first error, -errno */
+};
+
+static void fill_fail(struct fill *f, int err)
+{
+	int zero = 0;
+
+	__atomic_compare_exchange_n(&f->err, &zero, err, 0, __ATOMIC_RELAXED,
+				    __ATOMIC_RELAXED);
+}
+
+static void *fill_worker(void *arg)
+{
+	struct fill *f = arg;
+	uint64_t off, want, done;
+	ssize_t n;
+	int err;
+
+	for (;;) {
+		if (__atomic_load_n(&f->err, __ATOMIC_RELAXED))
+			break;
+		if (stopping) {
+			fill_fail(f, -ECANCELED);
+			break;
+		}
+		off = __atomic_fetch_add(&f->next, CHUNK, __ATOMIC_RELAXED);
+		if (off >= f->len)
+			break;
+		want = f->len - off < CHUNK ? f->len - off : CHUNK;
+		/*
+		 * This chunk's pages and tables only: the workers zero their
+		 * parts of the morsel in parallel, while others wait for the
+		 * device.
+		 */
+		err = morsel_populate(f->dst, off, want);
+		if (err) {
+			fill_fail(f, err);
+			break;
+		}
+		/*
+		 * Whole pages (O_DIRECT needs them; the last page is
+		 * populated): only the last read stops at the end of file.
+		 */
+		for (done = 0; done < want && off + done < f->size; done += n) {
+			n = pread(f->src, f->p + off + done, want - done,
+				  (off_t)(off + done));
+			if (n < 0 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			if (n <= 0) {
+				/* n == 0: shorter than it said. */
+				fill_fail(f, n ? -errno : -EIO);
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A descriptor that reads @src around the page cache: @src itself if the
+ * client opened it O_DIRECT, else a new open of the same file (the same
+ * mount and inode: /proc/self/fd) with O_DIRECT, checked with the
+ * daemon's own credentials.  -errno if the file system or the file's mode
+ * does not allow it (the load then reads @src through the page cache).
+ */
+static int direct_fd(int src)
+{
+	char proc[64];
+	int fl = fcntl(src, F_GETFL), fd;
+
+	if (fl >= 0 && (fl & O_DIRECT))
+		return src;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", src);
+	fd = open(proc, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Build the morsel of @e from @src (no lock held): an O_TMPFILE, filled in
+ * parallel by cfg.load_threads workers (fill_worker) that each populate
+ * their part and read it with O_DIRECT where the source allows (else
+ * through the page cache), given its key, linked in under e->name once
+ * complete and unchanged.  *@bytes: its pages and tables; *@direct: whether
+ * the page cache was bypassed.  0 or -errno.
+ */
+static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
 {
 	uint64_t size = e->id.size, len = (size + PAGE - 1) & ~(PAGE - 1);
-	uint64_t off = 0, want;
+	pthread_t tids[MAX_LOAD_THREADS];
 	struct timespec times[2];
+	struct fill f;
 	struct record rec;
 	struct statx stx;
 	struct ident now;
 	char proc[64];
 	size_t extent;
-	int fd, err = 0, tries;
-	ssize_t n;
+	int fd, dfd, err = 0, tries, i, nt, started = 0;
 	char *p;
 
 	/* 0600 until the key is set: a user xattr needs write permission. */
@@ -640,36 +763,37 @@ static int load(struct entry *e, int src, uint64_t *bytes)
 		return -errno;
 	err = morsel_resize(fd, size);
 	if (!err)
-		err = morsel_populate(fd, 0, len);
-	if (!err)
 		err = morsel_map(fd, NULL, PROT_READ | PROT_WRITE, 0,
 				 (void **)&p, &extent);
 	if (err)
 		goto out;
 	/*
 	 * No posix_fadvise: the advice would be on the client's open file
-	 * description (review 2026-11b L9); 8 MiB reads ramp readahead up.
+	 * description (review 2026-11b L9).  O_DIRECT instead: the page
+	 * cache gets no second copy of the file, and parallel requests keep
+	 * the device busy.
 	 */
-	while (off < size && !err) {
-		if (stopping) {
-			err = -ECANCELED;
-			break;
-		}
-		/*
-		 * Whole pages (an O_DIRECT descriptor needs them; the last
-		 * page is populated): the read stops at the end of file.
-		 */
-		want = len - off < CHUNK ? len - off : CHUNK;
-		n = pread(src, p + off, want, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			err = -errno;
-		else if (n == 0)
-			err = -EIO;	/* shorter than it said */
-		else
-			off += n;
-	}
+	dfd = direct_fd(src);
+	*direct = dfd >= 0;
+	memset(&f, 0, sizeof(f));
+	f.src = dfd >= 0 ? dfd : src;
+	f.dst = fd;
+	f.p = p;
+	f.size = size;
+	f.len = len;
+	nt = (int)((len + CHUNK - 1) / CHUNK);
+	if (nt > cfg.load_threads)
+		nt = cfg.load_threads;
+	/* This thread is one of the workers. */
+	for (i = 0; i < nt - 1; i++)
+		if (!pthread_create(&tids[started], NULL, fill_worker, &f))
+			started++;
+	fill_worker(&f);
+	for (i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	err = f.err;
+	if (dfd >= 0 && dfd != src)
+		close(dfd);
 	munmap(p, extent);
 	if (err)
 		goto out;
@@ -779,7 +903,7 @@ int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep,
 	struct entry *e;
 	uint64_t bytes = 0;
 	struct ident id;
-	int order, err, fd;
+	int order, err, fd, direct = 0;
 
 	err = check_source(src, &id);
 	if (err)
@@ -863,7 +987,7 @@ again:
 	pthread_mutex_unlock(&lock);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	err = load(e, src, &bytes);
+	err = load(e, src, &bytes, &direct);
 
 	pthread_mutex_lock(&lock);
 	e->refs--;
@@ -890,9 +1014,10 @@ again:
 	n_ready++;
 	loads++;
 	pthread_cond_broadcast(&changed);
-	log_msg("load %s for pid %d uid %d: order %u, %" PRIu64 " KiB in %.1f ms",
-		e->name, who->pid, who->uid, e->order, e->bytes >> 10,
-		ms_since(&t0));
+	log_msg("load %s for pid %d uid %d: order %u, %" PRIu64
+		" KiB in %.1f ms%s", e->name, who->pid, who->uid, e->order,
+		e->bytes >> 10, ms_since(&t0),
+		direct ? "" : " (through the page cache)");
 	rep->flags = 0;
 reply:
 	fd = openat(dirfd_, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -91,7 +91,8 @@ static void usage(int status)
 		"                     [--user-budget SIZE] [--min-size SIZE]\n"
 		"                     [--max-age TIME] [--idle-timeout TIME]\n"
 		"                     [--max-user-conns N] [--refuse-fs TYPE]...\n"
-		"                     [--ready-fd N] [-v]\n"
+		"                     [--load-threads N] [--pressure STALL/WINDOW|off]\n"
+		"                     [--pressure-free SIZE|N%%] [--ready-fd N] [-v]\n"
 		"  --socket PATH       listen here (default %s)\n"
 		"  --dir DIR           the cache, a directory on morselfs (default %s)\n"
 		"  --budget SIZE       memory for cached files, pages and tables\n"
@@ -107,6 +108,13 @@ static void usage(int status)
 		"  --refuse-fs TYPE    refuse files on this file system too (a name:\n"
 		"                      nfs cifs smb2 9p ceph tmpfs ramfs overlay, or\n"
 		"                      its f_type number); FUSE is always refused\n"
+		"  --load-threads N    reads in flight per load (default 8, at most 64)\n"
+		"  --pressure STALL/WINDOW  evict when tasks stall on memory this long\n"
+		"                      within the window (PSI; suffixes us ms s;\n"
+		"                      default 50ms/2s; off: never)\n"
+		"  --pressure-free SIZE|N%%  ... until this much memory is available,\n"
+		"                      on the machine and in each memory cgroup\n"
+		"                      around the daemon (default 10%%)\n"
 		"  --ready-fd N        write one byte to fd N once listening, close it\n"
 		"  -v, --verbose       log every request\n",
 		MORSEL_CACHED_SOCKET, MORSEL_CACHED_DIR);
@@ -505,6 +513,75 @@ static int parse_time(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* Microseconds: a number with us, ms or s (no suffix: s).  0 or -1. */
+static int parse_us(const char *s, char **end, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mul = 1000000;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, end, 10);
+	if (errno)
+		return -1;
+	if (!strncmp(*end, "us", 2)) {
+		mul = 1;
+		*end += 2;
+	} else if (!strncmp(*end, "ms", 2)) {
+		mul = 1000;
+		*end += 2;
+	} else if (**end == 's') {
+		(*end)++;
+	}
+	if (v > UINT32_MAX)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+/*
+ * --pressure STALL/WINDOW or off.  PSI takes windows of 500 ms to 10 s and
+ * a stall of at most the window.  0 or -1.
+ */
+static int parse_pressure(const char *s, struct pressure_config *pc)
+{
+	char *end;
+
+	if (!strcmp(s, "off")) {
+		pc->stall_us = pc->window_us = 0;
+		return 0;
+	}
+	if (parse_us(s, &end, &pc->stall_us) || *end != '/' ||
+	    parse_us(end + 1, &end, &pc->window_us) || *end)
+		return -1;
+	if (pc->window_us < 500000 || pc->window_us > 10000000 ||
+	    !pc->stall_us || pc->stall_us > pc->window_us)
+		return -1;
+	return 0;
+}
+
+/* --pressure-free SIZE or N% (0 < N < 100).  0 or -1. */
+static int parse_free(const char *s, struct pressure_config *pc)
+{
+	size_t n = strlen(s);
+	char *end;
+	long v;
+
+	if (n && s[n - 1] == '%') {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end != s + n - 1 || end == s || v < 1 || v > 99)
+			return -1;
+		pc->free_permille = (unsigned int)v * 10;
+		pc->free_bytes = 0;
+		return 0;
+	}
+	if (morsel_cache_parse_size(s, &pc->free_bytes) || !pc->free_bytes)
+		return -1;
+	return 0;
+}
+
 /* A file system type for --refuse-fs: a name or an f_type number. */
 static int parse_fs_type(const char *s, unsigned long *out)
 {
@@ -570,6 +647,9 @@ int main(int argc, char **argv)
 		{ "max-user-conns", required_argument, NULL, 'c' },
 		{ "refuse-fs", required_argument, NULL, 'f' },
 		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "load-threads", required_argument, NULL, 't' },
+		{ "pressure", required_argument, NULL, 'p' },
+		{ "pressure-free", required_argument, NULL, 'F' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -578,6 +658,10 @@ int main(int argc, char **argv)
 	struct cache_config cfg = {
 		.min_size = 4096, .max_age = 86400,
 		.refuse_fs = { FUSE_MAGIC }, .n_refuse_fs = 1,
+		.load_threads = 8,
+	};
+	struct pressure_config pcfg = {
+		.stall_us = 50000, .window_us = 2000000, .free_permille = 100,
 	};
 	uint64_t budget = 0, user_budget = 0, fs_size, t;
 	int ready = -1, o, dfd, ls, sfd, err;
@@ -664,6 +748,31 @@ int main(int argc, char **argv)
 			}
 			ready = (int)v;
 			break;
+		case 't':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 ||
+			    v > MAX_LOAD_THREADS) {
+				fprintf(stderr, "morsel-cached: bad --load-threads %s\n",
+					optarg);
+				usage(2);
+			}
+			cfg.load_threads = (int)v;
+			break;
+		case 'p':
+			if (parse_pressure(optarg, &pcfg)) {
+				fprintf(stderr, "morsel-cached: bad --pressure %s\n",
+					optarg);
+				usage(2);
+			}
+			break;
+		case 'F':
+			if (parse_free(optarg, &pcfg)) {
+				fprintf(stderr, "morsel-cached: bad --pressure-free %s\n",
+					optarg);
+				usage(2);
+			}
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -710,6 +819,10 @@ int main(int argc, char **argv)
 	ls = listen_on(sock_path, &bound);
 	if (ls < 0)
 		return 1;
+	err = pressure_start(&pcfg);
+	if (err)
+		log_msg("pressure: %s: not watching memory pressure",
+			strerror(-err));
 	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -750,6 +863,7 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&busy_lock);
 	stopping = 1;
 	pthread_mutex_unlock(&busy_lock);
+	pressure_stop();
 	o = index_stop(STOP_WAIT_MS);
 	if (o)
 		log_msg("%d loads did not stop; exiting anyway", o);

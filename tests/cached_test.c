@@ -992,6 +992,15 @@ TEST_F(cached, bad_options)
 		{ "--refuse-fs", "nosuchfs", NULL },
 		{ "--refuse-fs", "0", NULL },
 		{ "--socket", NULL },
+		{ "--load-threads", "0", NULL },
+		{ "--load-threads", "65", NULL },
+		{ "--pressure", "10ms/100ms", NULL },
+		{ "--pressure", "3s/2s", NULL },
+		{ "--pressure", "50ms", NULL },
+		{ "--pressure", "0/1s", NULL },
+		{ "--pressure-free", "0%", NULL },
+		{ "--pressure-free", "100%", NULL },
+		{ "--pressure-free", "0", NULL },
 		{ "extra", NULL },
 	};
 	const char *notfs[] = { "--dir", "/tmp", "--socket", "/tmp/cached_test_x",
@@ -1937,6 +1946,412 @@ TEST_F_TIMEOUT(cached, idle_connection_closed, 30)
 	EXPECT_EQ(0, recv(s, &c, 1, 0));	/* the daemon hung up */
 	close(s);
 	EXPECT_EQ(0, stats(self).refusals);
+}
+
+/* ---- cold loads: O_DIRECT, in parallel (issue 25) ---- */
+
+/* Flush and drop the page cache: the next read of a disk file is cold. */
+static int drop_caches(void)
+{
+	sync();
+	return write_file("/proc/sys/vm/drop_caches", "3");
+}
+
+/* Pages of the file @path in the page cache (mincore of a mapping). */
+static long resident_pages(const char *path)
+{
+	unsigned char *vec;
+	struct stat st;
+	long n = 0;
+	size_t pages, i;
+	void *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st))
+		return -1;
+	pages = (st.st_size + PG - 1) / PG;
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	vec = malloc(pages);
+	if (p == MAP_FAILED || !vec || mincore(p, st.st_size, vec))
+		n = -1;
+	for (i = 0; n >= 0 && i < pages; i++)
+		n += vec[i] & 1;
+	free(vec);
+	if (p != MAP_FAILED)
+		munmap(p, st.st_size);
+	return n;
+}
+
+/* ext4 on the virtio disk (vm/run --disk) at @mnt; 0, or 1 if none. */
+static int disk_mount(struct __test_metadata *_metadata, const char *mnt)
+{
+	const char *dev = getenv("MORSEL_DISK");
+	char cmd[256];
+
+	if (!dev || !*dev)
+		return 1;
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F %s", dev);
+	EXPECT_EQ(0, system(cmd));
+	EXPECT_EQ(0, mkdir(mnt, 0755));
+	EXPECT_EQ(0, mount(dev, mnt, "ext4", 0, NULL));
+	return _metadata->exit_code ? -1 : 0;
+}
+
+/* Print the daemon's log lines that contain @what (as "# " lines). */
+static void log_show(FIXTURE_DATA(cached) *self, const char *what)
+{
+	char line[512];
+	FILE *f = fopen(self->log, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, what))
+			ksft_print_msg("%s", line);
+	if (f)
+		fclose(f);
+}
+
+/* Occurrences of @what in the daemon's log. */
+static int log_count(FIXTURE_DATA(cached) *self, const char *what)
+{
+	static char buf[1 << 20];
+	const char *p = buf;
+	int n = 0;
+
+	if (read_log(self->log, buf, sizeof(buf)) < 0)
+		return -1;
+	while ((p = strstr(p, what))) {
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/*
+ * A cold load from a disk reads around the page cache (O_DIRECT, reopened
+ * through /proc/self/fd: the client's description keeps its flags), in
+ * parallel chunks (--load-threads 8, 4 MiB each): the bytes are the file's,
+ * to the last odd byte, and the page cache holds none of the file
+ * afterwards.  A client that opened the file O_DIRECT itself is read
+ * through its own descriptor.
+ */
+TEST_F_TIMEOUT(cached, cold_load_bypasses_the_page_cache, 120)
+{
+	const uint64_t size = 45 * MiB + 123;
+	const char *mnt = tpath(self, "disk");
+	char v[256], w[256];
+	uint64_t diff;
+	int r, fd, mfd, fl;
+
+	r = disk_mount(_metadata, mnt);
+	if (r > 0)
+		SKIP(return, "no disk (vm/run --disk)");
+	ASSERT_EQ(0, r);
+	snprintf(v, sizeof(v), "%s/v", mnt);
+	snprintf(w, sizeof(w), "%s/w", mnt);
+	ASSERT_EQ(0, make_file(v, size, 4));
+	ASSERT_EQ(0, make_file(w, 3 * MiB, 5));
+	ASSERT_EQ(0, drop_caches());
+	ASSERT_EQ(0, resident_pages(v));
+	fd = open(v, O_RDONLY);
+	ASSERT_LE(0, fd);
+	fl = fcntl(fd, F_GETFL);
+	mfd = morsel_cache_get(morsel_cache_connect(self->sock), fd, NULL);
+	ASSERT_LE(0, mfd) TH_LOG("get: %s", strerror(-mfd));
+	close(mfd);
+	/* The client's open file description is as it was. */
+	EXPECT_EQ(fl, fcntl(fd, F_GETFL));
+	close(fd);
+	EXPECT_EQ(0, resident_pages(v));
+	ASSERT_EQ(0, map_check(self, v, size, 4, &diff));
+	EXPECT_EQ(size, diff);
+	EXPECT_EQ(1, stats(self).loads);
+	fd = open(w, O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, fd);
+	mfd = morsel_cache_get(morsel_cache_connect(self->sock), fd, NULL);
+	ASSERT_LE(0, mfd);
+	close(mfd);
+	close(fd);
+	ASSERT_EQ(0, map_check(self, w, 3 * MiB, 5, &diff));
+	EXPECT_EQ(3 * MiB, diff);
+	EXPECT_EQ(0, resident_pages(w));
+	EXPECT_EQ(2, log_count(self, "KiB in "));
+	EXPECT_EQ(0, log_count(self, "through the page cache"));
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+}
+
+/*
+ * A file system without O_DIRECT (ramfs) is read through the page cache,
+ * and the log says so; the bytes are the same, one thread or many.
+ */
+TEST_F_TIMEOUT(cached, cold_load_without_o_direct_reads_buffered, 60)
+{
+	const char *one[] = { "--load-threads", "1", NULL };
+	const char *mnt = tpath(self, "ram");
+	char v[256];
+	uint64_t diff;
+
+	ASSERT_EQ(0, mkdir(mnt, 0755));
+	ASSERT_EQ(0, mount("none", mnt, "ramfs", 0, NULL));
+	snprintf(v, sizeof(v), "%s/v", mnt);
+	ASSERT_EQ(0, make_file(v, 9 * MiB + 5, 6));
+	EXPECT_EQ(-1, open(v, O_RDONLY | O_DIRECT));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, map_check(self, v, 9 * MiB + 5, 6, &diff));
+	EXPECT_EQ(9 * MiB + 5, diff);
+	EXPECT_EQ(1, log_count(self, "through the page cache"));
+	stop(self, SIGTERM);
+	rm_files(self->dir);
+	ASSERT_LT(0, start_opts(self, one));
+	ASSERT_EQ(0, map_check(self, v, 9 * MiB + 5, 6, &diff));
+	EXPECT_EQ(9 * MiB + 5, diff);
+	EXPECT_EQ(1, stats(self).loads);
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+}
+
+/* ---- memory pressure (issue 25) ---- */
+
+#define CG "/sys/fs/cgroup/cached-pressure"
+
+/* A cgroup file's number ("max": -1). */
+static long long cg_read(const char *name)
+{
+	char path[256], buf[64];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), CG "/%s", name);
+	f = fopen(path, "r");
+	if (f && fgets(buf, sizeof(buf), f) && strncmp(buf, "max", 3))
+		v = atoll(buf);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* The value of @key in the cgroup's memory.events. */
+static long long cg_event(const char *key)
+{
+	char line[128], k[64];
+	long long v, r = -1;
+	FILE *f = fopen(CG "/memory.events", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", k, &v) == 2 && !strcmp(k, key))
+			r = v;
+	if (f)
+		fclose(f);
+	return r;
+}
+
+static int cg_write(const char *name, unsigned long long v)
+{
+	char path[256], val[32];
+
+	snprintf(path, sizeof(path), CG "/%s", name);
+	snprintf(val, sizeof(val), "%llu", v);
+	return write_file(path, val);
+}
+
+/*
+ * A process that touches @bytes of anonymous memory page by page and
+ * checks it; its wait status (0: it finished, SIGKILL: the OOM killer).
+ */
+static int hog(uint64_t bytes)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		volatile char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t i;
+
+		if (p == MAP_FAILED)
+			_exit(1);
+		for (i = 0; i < bytes; i += PG)
+			p[i] = (char)(i / PG);
+		for (i = 0; i < bytes; i += PG)
+			if (p[i] != (char)(i / PG))
+				_exit(2);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+/*
+ * One round of memcg_pressure_evicts_unmapped_lru: a daemon (with the
+ * pressure watch or --pressure off) in the cgroup caches the four files,
+ * a is mapped; the limits go 56 MiB (high) and 88 MiB (max) above what
+ * the cgroup then uses; a process of the cgroup touches 96 MiB.  Returns
+ * the process's wait status; the mapping in *@pa (unmapped by the caller).
+ */
+static int memcg_round(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(cached) *self, int watch,
+		       unsigned char **pa, size_t *la)
+{
+	const char *off[] = { "--pressure", "off", NULL };
+	const char *names[] = { "a", "b", "c", "d" };
+	long long base;
+	unsigned int i;
+
+	write_file(CG "/memory.max", "max");
+	write_file(CG "/memory.high", "max");
+	stop(self, SIGTERM);
+	rm_files(self->dir);
+	if (watch) {
+		ASSERT_LT(0, start(self, NULL));
+	} else {
+		ASSERT_LT(0, start_opts(self, off));
+	}
+	/* a first: b, c, d are the least recently used, a is mapped. */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, get_flags(self, names[i]) < 0);
+	ASSERT_EQ(0, morsel_cache_map_path(self->sock, tpath(self, "a"),
+					   (void **)pa, la));
+	base = cg_read("memory.current");
+	ASSERT_LT(64 * MiB, (uint64_t)base);
+	ASSERT_EQ(0, cg_write("memory.high", base + 56 * MiB));
+	ASSERT_EQ(0, cg_write("memory.max", base + 88 * MiB));
+	return hog(96 * MiB);
+}
+
+/*
+ * The daemon runs in a memory cgroup with a soft limit (memory.high) and
+ * a hard one (memory.max), as in a container with the application: the
+ * cached files count in the cgroup.  A process of the cgroup then needs
+ * more than the cache leaves it.  Without the watch (--pressure off) it
+ * is OOM-killed at memory.max: cache and process do not fit, the process
+ * alone does.  With it, memory.events says "high" at once; the daemon
+ * evicts the least recently used files that nothing holds (b, c, d),
+ * never the mapped one (a, still right), and the process finishes; no
+ * OOM kill.
+ */
+TEST_F_TIMEOUT(cached, memcg_pressure_evicts_unmapped_lru, 180)
+{
+	const char *names[] = { "a", "b", "c", "d" };
+	const uint64_t fsz = 16 * MiB;
+	long long oom0;
+	unsigned char *pa;
+	size_t la;
+	unsigned int i;
+	int status;
+
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, make_file(tpath(self, names[i]), fsz, i));
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL));
+	ASSERT_EQ(0, write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory"));
+	rmdir(CG);
+	ASSERT_EQ(0, mkdir(CG, 0755));
+	ASSERT_EQ(0, write_file(CG "/cgroup.procs", "0"));
+	/*
+	 * The expected OOM kill's task list has a column the kernel-log
+	 * check reads as a page-table accounting report (errors_test too).
+	 */
+	ASSERT_EQ(0, write_file("/proc/sys/vm/oom_dump_tasks", "0"));
+
+	oom0 = cg_event("oom_kill");
+	status = memcg_round(_metadata, self, 0, &pa, &la);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("without the watch: status %#x", status);
+	EXPECT_EQ(oom0 + 1, cg_event("oom_kill"));
+	EXPECT_EQ(0, stats(self).evictions);
+	EXPECT_EQ(0, morsel_cache_unmap(pa, la));
+
+	oom0 = cg_event("oom_kill");
+	status = memcg_round(_metadata, self, 1, &pa, &la);
+	EXPECT_EQ(0, status) TH_LOG("with the watch: status %#x", status);
+	EXPECT_EQ(oom0, cg_event("oom_kill"));
+	EXPECT_LE(1, cg_event("high"));
+	EXPECT_EQ(3, stats(self).evictions);
+	EXPECT_EQ(1, stats(self).entries);
+	EXPECT_EQ(3, log_count(self, "memory pressure"));
+	EXPECT_EQ(fsz, first_diff(pa, fsz, 0));
+	EXPECT_EQ(MORSEL_CACHE_HIT, get_flags(self, "a"));
+	EXPECT_EQ(0, morsel_cache_unmap(pa, la));
+	stop(self, SIGTERM);
+	rm_files(self->dir);
+	write_file("/proc/sys/vm/oom_dump_tasks", "1");
+	ASSERT_EQ(0, write_file("/sys/fs/cgroup/cgroup.procs", "0"));
+	rmdir(CG);
+}
+
+/*
+ * The same for the whole machine (/proc/pressure/memory, and the timer on
+ * MemAvailable, which is what wakes the daemon here: with no swap and no
+ * page cache left the kernel stalls too little for PSI before it would
+ * OOM-kill): a guest whose free memory the cache's files take, then a
+ * process that needs more than is left but less than the cache would
+ * leave if it gave up two files.
+ * The sources are on the disk (a tmpfs copy would be memory too).  Sizes
+ * from MemAvailable: four files of a tenth each; the hog takes what is
+ * available after the loads plus two files' worth.
+ */
+TEST_F_TIMEOUT(cached, machine_pressure_evicts_unmapped_lru, 300)
+{
+	const char *names[] = { "a", "b", "c", "d" };
+	const char *mnt = tpath(self, "disk");
+	uint64_t avail, fsz, after;
+	unsigned long long kb;
+	char path[4][256], line[128];
+	unsigned char *pa;
+	size_t la;
+	unsigned int i;
+	int r, status;
+	FILE *f;
+
+	r = disk_mount(_metadata, mnt);
+	if (r > 0)
+		SKIP(return, "no disk (vm/run --disk)");
+	ASSERT_EQ(0, r);
+	ASSERT_EQ(0, access("/proc/pressure/memory", R_OK));
+	avail = 0;
+	f = fopen("/proc/meminfo", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			avail = kb * KiB;
+	if (f)
+		fclose(f);
+	ASSERT_LT(512 * MiB, avail);
+	fsz = (avail / 10) & ~(MiB - 1);
+	for (i = 0; i < 4; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", mnt, names[i]);
+		ASSERT_EQ(0, make_file(path[i], fsz, i));
+	}
+	ASSERT_EQ(0, drop_caches());
+	for (i = 0; i < 4; i++) {
+		r = get(self, path[i], NULL);
+		ASSERT_LE(0, r);
+		close(r);
+	}
+	ASSERT_EQ(0, morsel_cache_map_path(self->sock, path[0],
+					   (void **)&pa, &la));
+	ASSERT_EQ(0, drop_caches());
+	after = 0;
+	f = fopen("/proc/meminfo", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			after = kb * KiB;
+	if (f)
+		fclose(f);
+	ASSERT_GT(avail - 3 * fsz, after);
+	ASSERT_EQ(0, write_file("/proc/sys/vm/oom_dump_tasks", "0"));
+	status = hog(after + 2 * fsz);
+	write_file("/proc/sys/vm/oom_dump_tasks", "1");
+	EXPECT_EQ(0, status) TH_LOG("hog: status %#x", status);
+	EXPECT_LE(2, stats(self).evictions);
+	EXPECT_EQ(fsz, first_diff(pa, fsz, 0));
+	EXPECT_EQ(0, morsel_cache_unmap(pa, la));
+	EXPECT_LE(2, log_count(self, "memory pressure"));
+	log_show(self, "pressure (");
+	stop(self, SIGTERM);
+	rm_files(self->dir);
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
 }
 
 TEST_HARNESS_MAIN
