@@ -2,10 +2,14 @@
 """llama.cpp (xllamacpp) loads a GGUF model and generates tokens greedily.
 
 usage: llama_check.py MODEL [--tokens N] [--threads T] [--prompt TEXT] [--times]
+                      [--load-mode MODE]
 
 The model is loaded as llama.cpp's server does it: load mode mmap (on Linux
 llama.cpp maps the file MAP_SHARED | MAP_POPULATE, PROT_READ), lazy tensor
-reading off, no warm-up run.  Then one completion of N tokens (default 16)
+reading off, no warm-up run.  --load-mode picks another of llama.cpp's
+modes (its --load-mode): auto (llama.cpp's default), mmap, mmap_mlock,
+none (read into anonymous memory), mlock (read, then mlock) or direct_io
+(read with O_DIRECT).  Then one completion of N tokens (default 16)
 with greedy sampling (temperature 0, top_k 1, fixed seed, end of text
 ignored, so always N tokens; the byte tokens <0x80>..<0xFF> of
 gguf_model.py's vocabulary are excluded), one slot, T threads (default 1).  Prints
@@ -40,11 +44,13 @@ def main():
     ap.add_argument("--prompt", default="Once upon a time the model read a page")
     ap.add_argument("--ctx", type=int, default=256)
     ap.add_argument("--times", action="store_true")
+    ap.add_argument("--load-mode", default="mmap",
+                    choices=["auto", "mmap", "mmap_mlock", "none", "mlock", "direct_io"])
     a = ap.parse_args()
 
     p = xlc.CommonParams()
     p.model.path = a.model
-    p.load_mode = xlc.llama_load_mode.LLAMA_LOAD_MODE_MMAP
+    p.load_mode = getattr(xlc.llama_load_mode, "LLAMA_LOAD_MODE_" + a.load_mode.upper())
     p.lazy_mode = xlc.llama_lazy_mode.LLAMA_LAZY_MODE_OFF
     p.warmup = False
     p.n_ctx = a.ctx
