@@ -15,12 +15,19 @@
  *            tables (counted once: they are shared).  Then where a cached
  *            map's time goes (connect, GET, mount, unmap) beside open +
  *            mmap(MAP_POPULATE), as cache-breakdown samples.
+ *   cold     on ext4 on the virtio disk (vm/run --disk), every page cache
+ *            dropped first (issue 25): one client's cold load of a
+ *            6.82 GiB file through the cache beside `dd iflag=direct bs=8M`
+ *            of the same file (ms; the goal: >= 90 % of dd's bandwidth),
+ *            the pages of the file the page cache holds after the load
+ *            (pagecache_pages, the goal: 0), and 8 clients at once on a
+ *            cold 1 GiB file, through the cache and with MAP_POPULATE.
  *
  * The daemon (cached/morsel-cached) is started here on a directory of the
  * test morselfs ($MORSEL_MNT), stopped with SIGTERM at the end, and the
  * directory removed (bench/llama.py, next, needs the memory).
  *
- * usage: cache [--quick] [--only startup|ptmem]
+ * usage: cache [--quick] [--only startup|ptmem|cold]
  *
  * Processes only: each client is a child that reports on a pipe and waits
  * on another, so the parent reads /proc while the mappings exist; no sleeps.
@@ -35,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -321,6 +329,120 @@ static void bench_startup(void)
 	unlink(path);
 }
 
+/* ---- cold: loads from a disk, around the page cache ---- */
+
+static void drop_caches(void)
+{
+	int fd;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	if (fd < 0 || write(fd, "3", 1) != 1)
+		die("drop_caches", errno);
+	close(fd);
+}
+
+/* Pages of @path the page cache holds (mincore of an untouched mapping). */
+static long resident_pages(const char *path)
+{
+	unsigned char *vec;
+	struct stat st;
+	size_t i, pages;
+	long n = 0;
+	void *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st))
+		die(path, errno);
+	pages = (st.st_size + PG - 1) / PG;
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	vec = malloc(pages);
+	if (p == MAP_FAILED || !vec || mincore(p, st.st_size, vec))
+		die("mincore", errno);
+	for (i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	munmap(p, st.st_size);
+	free(vec);
+	close(fd);
+	return n;
+}
+
+/* A new daemon on an empty cache directory: the next GET is a load. */
+static void cache_empty(uint64_t budget)
+{
+	daemon_stop();
+	if (rm_cache_dir() || mkdir(cache_dir, 0700))
+		die("emptying the cache directory", errno);
+	daemon_start(budget);
+}
+
+static void bench_cold(void)
+{
+	const char *dev = getenv("MORSEL_DISK"), *mnt = "/tmp/bench-disk";
+	uint64_t big = quick ? 64 * MiB : 6984ULL * MiB;	/* 6.82 GiB */
+	uint64_t small = quick ? 32 * MiB : 1 * GiB;
+	int iters = quick ? 1 : 3, it;
+	char cmd[512], bigp[128], smallp[128];
+	struct crowd c;
+	size_t len;
+	void *p;
+	double t0;
+
+	if (!dev || !*dev)
+		die("no disk: MORSEL_DISK (vm/run --disk)", EINVAL);
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F %s", dev);
+	if (system(cmd) || (mkdir(mnt, 0755) && errno != EEXIST) ||
+	    mount(dev, mnt, "ext4", 0, NULL))
+		die("ext4 on the disk", errno ? errno : EIO);
+	snprintf(bigp, sizeof(bigp), "%s/model", mnt);
+	snprintf(smallp, sizeof(smallp), "%s/shared", mnt);
+	make_file(bigp, big);
+	make_file(smallp, small);
+	for (it = 0; it < iters; it++) {
+		drop_caches();
+		snprintf(cmd, sizeof(cmd),
+			 "dd if=%s of=/dev/null bs=8M iflag=direct status=none",
+			 bigp);
+		t0 = now_ms();
+		if (system(cmd))
+			die("dd", EIO);
+		emit("cache-cold-load", "dd-direct", big, it, "ms",
+		     now_ms() - t0);
+
+		cache_empty(big + big / 256 + 64 * MiB);
+		drop_caches();
+		t0 = now_ms();
+		if (client_map(bigp, VIA_CACHE, &p, &len))
+			die("cold load", EIO);
+		emit("cache-cold-load", "cache", big, it, "ms", now_ms() - t0);
+		morsel_cache_unmap(p, len);
+		emit("cache-cold-load", "cache", big, it, "pagecache_pages",
+		     (double)resident_pages(bigp));
+
+		cache_empty(small + small / 256 + 64 * MiB);
+		drop_caches();
+		t0 = now_ms();
+		crowd_start(&c, 8, smallp, VIA_CACHE);
+		emit("cache-cold-crowd", "cache", small, it, "ms",
+		     now_ms() - t0);
+		crowd_end(&c);
+		if (loads() != 1)
+			die("8 cold clients: not one load", EPROTO);
+		drop_caches();
+		t0 = now_ms();
+		crowd_start(&c, 8, smallp, VIA_PAGECACHE);
+		emit("cache-cold-crowd", "pagecache-populate", small, it, "ms",
+		     now_ms() - t0);
+		crowd_end(&c);
+	}
+	cache_empty(quick ? 1 * GiB : 7 * GiB);
+	unlink(bigp);
+	unlink(smallp);
+	if (umount(mnt))
+		die("umount", errno);
+	rmdir(mnt);
+}
+
 /* ---- ptmem: page-table memory of P processes mapping one file ---- */
 
 static uint64_t morsel_tables_kib(const char *path)
@@ -441,7 +563,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = argv[++i];
 		else
-			die("usage: cache [--quick] [--only startup|ptmem]",
+			die("usage: cache [--quick] [--only startup|ptmem|cold]",
 			    EINVAL);
 	}
 	if (!mnt)
@@ -459,6 +581,8 @@ int main(int argc, char **argv)
 		bench_startup();
 	if (!only || !strcmp(only, "ptmem"))
 		bench_ptmem();
+	if (!only || !strcmp(only, "cold"))
+		bench_cold();
 	daemon_stop();
 	/* The cache stays after the daemon (a warm restart): empty it. */
 	if (rm_cache_dir())
