@@ -648,15 +648,18 @@ uint64_t index_shrink(uint64_t need, unsigned int *n)
 
 /*
  * One load's parallel fill: every worker takes the next CHUNK of the file
- * (next, atomic), populates that part of the morsel and reads the source
- * into it.  The first error stops them all (err, atomic).
+ * (next, atomic) and has the kernel read it into the morsel
+ * (MORSEL_IOC_FILL: pages never zeroed first, written by the device with
+ * O_DIRECT), or, without FILL, populates that part and reads into the
+ * mapping.  The first error stops them all (err, atomic).
  */
 struct fill {
 	int src, dst;		/* the source (O_DIRECT if we could); the morsel */
-	char *p;		/* the morsel, mounted here read-write */
+	char *p;		/* the morsel, mounted here read-write (no FILL) */
 	uint64_t size, len;	/* the file's size; rounded up to pages */
 	uint64_t next;		/* the next chunk's offset */
 	int err;		/* the first error, -errno */
+	int fill;		/* MORSEL_IOC_FILL works (atomic) */
 };
 
 static void fill_fail(struct fill *f, int err)
@@ -685,6 +688,26 @@ static void *fill_worker(void *arg)
 		if (off >= f->len)
 			break;
 		want = f->len - off < CHUNK ? f->len - off : CHUNK;
+		/*
+		 * The kernel reads the chunk into the morsel (FILL): the
+		 * pages it adds are not zeroed first, and with O_DIRECT the
+		 * device writes them.  Only the last chunk ends early, at the
+		 * end of file.
+		 */
+		if (__atomic_load_n(&f->fill, __ATOMIC_RELAXED)) {
+			err = morsel_fill(f->dst, f->src, off, off, want, &done);
+			if (!err && done < want && off + done < f->size)
+				err = -EIO;	/* shorter than it said */
+			if (err != -EOPNOTSUPP && err != -ENOTTY) {
+				if (err) {
+					fill_fail(f, err);
+					break;
+				}
+				continue;
+			}
+			/* A module without FILL: populate and read. */
+			__atomic_store_n(&f->fill, 0, __ATOMIC_RELAXED);
+		}
 		/*
 		 * This chunk's pages and tables only: the workers zero their
 		 * parts of the morsel in parallel, while others wait for the
@@ -737,10 +760,10 @@ static int direct_fd(int src)
 
 /*
  * Build the morsel of @e from @src (no lock held): an O_TMPFILE, filled in
- * parallel by cfg.load_threads workers (fill_worker) that each populate
- * their part and read it with O_DIRECT where the source allows (else
- * through the page cache), given its key, linked in under e->name once
- * complete and unchanged.  *@bytes: its pages and tables; *@direct: whether
+ * parallel by cfg.load_threads workers (fill_worker) that each fill their
+ * part with O_DIRECT where the source allows (else through the page
+ * cache), given its key, linked in under e->name once complete and
+ * unchanged.  *@bytes: its pages and tables; *@direct: whether
  * the page cache was bypassed.  0 or -errno.
  */
 static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
@@ -781,6 +804,7 @@ static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
 	f.p = p;
 	f.size = size;
 	f.len = len;
+	f.fill = 1;
 	nt = (int)((len + CHUNK - 1) / CHUNK);
 	if (nt > cfg.load_threads)
 		nt = cfg.load_threads;

@@ -179,6 +179,24 @@ int morsel_migrate_bitmap(int fd, uint64_t offset, uint64_t length,
 	return 0;
 }
 
+int morsel_fill(int fd, int src, uint64_t src_offset, uint64_t offset,
+		uint64_t length, uint64_t *filled)
+{
+	struct morsel_fill f;
+	int err = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.fd = src;
+	f.src_offset = src_offset;
+	f.offset = offset;
+	f.length = length;
+	if (ioctl(fd, MORSEL_IOC_FILL, &f))
+		err = NEG_ERRNO;
+	if (filled)
+		*filled = f.filled;
+	return err;
+}
+
 int morsel_accessed(int fd, uint64_t offset, uint64_t length,
 		    uint64_t *bitmap, int clear, uint64_t *accessed,
 		    uint64_t *populated)

@@ -154,6 +154,16 @@ int morsel_migrate_bitmap(int fd, uint64_t offset, uint64_t length,
 int morsel_accessed(int fd, uint64_t offset, uint64_t length,
 		    uint64_t *bitmap, int clear, uint64_t *accessed,
 		    uint64_t *populated);
+/*
+ * Read the file @src (open for reading, not on morselfs) from
+ * @src_offset into [@offset, + @length) of the morsel, as a pread into a
+ * mapping of it would, without zeroing the pages it adds first (new in
+ * 1.5; MORSEL_IOC_FILL).  With @src opened O_DIRECT the device writes the
+ * pages itself.  *@filled (may be NULL): the bytes read, fewer at @src's
+ * end.  Offsets and length page aligned.
+ */
+int morsel_fill(int fd, int src, uint64_t src_offset, uint64_t offset,
+		uint64_t length, uint64_t *filled);
 int morsel_get_mpol(int fd, unsigned int *mode, uint64_t *nodes);
 int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
 		      uint64_t *pages);

@@ -4,7 +4,7 @@
  *
  * Every argument is a struct of __u64 fields; flags and reserved fields
  * must be zero (-EINVAL otherwise), unknown commands give -ENOTTY.
- * Operations that change the morsel (populate, evict, collapse, bind, set
+ * Operations that change the morsel (populate, fill, evict, collapse, bind, set
  * the minimum order, the huge-page mode or the placement policy, move
  * pages to another node, read and clear accessed bits) need a
  * file opened for writing
@@ -17,7 +17,10 @@
  *
  * Locking: arguments are copied in before any lock is taken (a user
  * buffer may fault slowly, e.g. under userfaultfd).  POPULATE holds the
- * inode lock shared (faults populate concurrently, lock-free); EVICT,
+ * inode lock shared (faults populate concurrently, lock-free), and so
+ * does FILL, after updating the times under it exclusive (it writes, as
+ * pwrite does; the source's own locks nest inside ours, and a source on
+ * morselfs, whose locks are of our class, is refused); EVICT,
  * COLLAPSE, MIGRATE (file.c), SET_HUGE and SET_MPOL hold it exclusive (mpol.c
  * keeps a replaced policy until allocations that read it are done;
  * GET_MPOL reads under its SRCU), and so does
@@ -165,6 +168,60 @@ static long ioc_range(struct morsel *m, struct file *file, struct inode *inode,
 		inode_unlock_shared(inode);
 	else
 		inode_unlock(inode);
+	return err;
+}
+
+/*
+ * FILL: read another file into a checked range (tree.c morsel_fill_range),
+ * as a pread into a mapping of it would.
+ */
+static long ioc_fill(struct morsel *m, struct file *file, struct inode *inode,
+		     struct morsel_fill __user *arg)
+{
+	struct morsel_range r = {};
+	struct morsel_fill f;
+	struct inode *sinode;
+	struct file *src;
+	u64 done = 0;
+	long err;
+
+	if (copy_from_user(&f, arg, sizeof(f)))
+		return -EFAULT;
+	if (f.flags || f.filled || !all_zero(f.reserved, sizeof(f.reserved)) ||
+	    !PAGE_ALIGNED(f.src_offset) || f.src_offset > (u64)LLONG_MAX)
+		return -EINVAL;
+	if (!src_has_raw(m->src))
+		return -EOPNOTSUPP;
+	src = fget(f.fd);
+	if (!src)
+		return -EBADF;
+	sinode = file_inode(src);
+	err = -EBADF;
+	if (!(src->f_mode & FMODE_READ))
+		goto out;
+	err = -EINVAL;
+	if (!S_ISREG(sinode->i_mode) || sinode->i_sb->s_magic == MORSELFS_MAGIC)
+		goto out;
+	r.offset = f.offset;
+	r.length = f.length;
+	inode_lock(inode);
+	err = check_range(inode, &r, 0) ?: file_modified(file);
+	inode_unlock(inode);
+	if (err)
+		goto out;
+	inode_lock_shared(inode);
+	err = check_range(inode, &r, 0) ?:
+	      morsel_unshare_range(m, r.offset, r.offset + r.length,
+				   MORSEL_UNSHARE_DATA) ?:
+	      morsel_fill_range(m, r.offset, r.offset + r.length, src,
+				f.src_offset, &done);
+	inode_unlock_shared(inode);
+	if (done)
+		fsnotify_modify(file);
+	if (put_user(done, &arg->filled) && !err)
+		err = -EFAULT;
+out:
+	fput(src);
 	return err;
 }
 
@@ -579,6 +636,7 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_SET_MPOL:
 	case MORSEL_IOC_MIGRATE:
 	case MORSEL_IOC_ACCESSED:
+	case MORSEL_IOC_FILL:
 		break;
 	default:
 		return -ENOTTY;
@@ -607,6 +665,8 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ioc_migrate(inode, m, uarg);
 	case MORSEL_IOC_ACCESSED:
 		return ioc_accessed(inode, m, uarg);
+	case MORSEL_IOC_FILL:
+		return ioc_fill(m, file, inode, uarg);
 	default:
 		return ioc_bind(inode, m, uarg);
 	}

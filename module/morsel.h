@@ -285,6 +285,8 @@ void morsel_forget(struct morsel *m);
 int morsel_adopt_tree(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off, int hint);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint);
+int morsel_fill_range(struct morsel *m, u64 start, u64 end, struct file *src,
+		      loff_t pos, u64 *done);
 int morsel_split(struct morsel *m, u64 off, int level);
 int morsel_collapse(struct morsel *m, u64 start, u64 end);
 struct page *morsel_lookup(struct morsel *m, u64 off);

@@ -57,20 +57,57 @@ static struct page *ram_page_alloc(void *priv, const struct morsel_place *pl,
  * fewer (always one with memcg accounting or page_owner), and none where
  * the policy spreads pages over nodes (mpol.c).
  */
-static unsigned int ram_pages_alloc(void *priv, const struct morsel_place *pl,
-				    unsigned int nr, unsigned int held,
-				    struct page **pages)
+static unsigned int ram_pages_gfp(void *priv, const struct morsel_place *pl,
+				  gfp_t gfp, unsigned int nr,
+				  struct page **pages)
 {
 	unsigned int got;
 
 	memset(pages, 0, nr * sizeof(*pages));
-	got = nr ? morsel_mpol_alloc_bulk(priv, pl, DATA_GFP, nr, pages) : 0;
+	got = nr ? morsel_mpol_alloc_bulk(priv, pl, gfp, nr, pages) : 0;
 	for (; got < nr; got++) {
-		pages[got] = morsel_mpol_alloc(priv, pl, DATA_GFP, 0);
+		pages[got] = morsel_mpol_alloc(priv, pl, gfp, 0);
 		if (!pages[got])
 			break;
 	}
 	return got;
+}
+
+static unsigned int ram_pages_alloc(void *priv, const struct morsel_place *pl,
+				    unsigned int nr, unsigned int held,
+				    struct page **pages)
+{
+	return ram_pages_gfp(priv, pl, DATA_GFP, nr, pages);
+}
+
+/*
+ * Not zeroed: MORSEL_IOC_FILL overwrites every byte before publishing.  A
+ * whole PTE table's worth comes as one order-9 block split into 512 pages
+ * where one can be had without effort (as ram_huge_alloc): one allocation
+ * and one memcg charge instead of 512 (with __GFP_ACCOUNT the bulk
+ * allocator gives one page per call); else page by page.
+ */
+static unsigned int ram_pages_alloc_raw(void *priv,
+					const struct morsel_place *pl,
+					unsigned int nr, struct page **pages)
+{
+	const unsigned int order = PMD_SHIFT - PAGE_SHIFT;
+	gfp_t gfp = DATA_GFP & ~__GFP_ZERO;
+	struct page *block;
+	unsigned int i;
+
+	if (nr == 1U << order) {
+		block = morsel_mpol_alloc(priv, pl,
+					  gfp | __GFP_NORETRY | __GFP_NOWARN,
+					  order);
+		if (block) {
+			split_page(block, order);
+			for (i = 0; i < nr; i++)
+				pages[i] = block + i;
+			return nr;
+		}
+	}
+	return ram_pages_gfp(priv, pl, gfp, nr, pages);
 }
 
 /*
@@ -129,6 +166,7 @@ static const struct morsel_source_ops ram_ops = {
 	.table_free = ram_table_free,
 	.page_alloc = ram_page_alloc,
 	.pages_alloc = ram_pages_alloc,
+	.pages_alloc_raw = ram_pages_alloc_raw,
 	.huge_alloc = ram_huge_alloc,
 	.huge_free = ram_huge_free,
 	.huge_split = ram_huge_split,

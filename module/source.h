@@ -40,6 +40,10 @@ struct morsel_place {
  * @pages_alloc:  up to @nr zeroed data pages into @pages, placed by @pl,
  *                the first @held of them from what @hold held.  Return:
  *                how many.
+ * @pages_alloc_raw: as @pages_alloc, but the pages are not zeroed: for a
+ *                caller that overwrites every byte before anyone can see
+ *                them (MORSEL_IOC_FILL).  NULL: the medium gives zeroed
+ *                pages only (a device's free pages hold old files).
  * @huge_alloc:   the zeroed data pages of one leaf of @level (1: 512 pages,
  *                2 MiB; 2: 262144 pages, 1 GiB), physically contiguous
  *                and aligned to their size, placed by @pl (a 2 MiB
@@ -79,6 +83,9 @@ struct morsel_source_ops {
 	unsigned int (*pages_alloc)(void *priv, const struct morsel_place *pl,
 				    unsigned int nr, unsigned int held,
 				    struct page **pages);
+	unsigned int (*pages_alloc_raw)(void *priv,
+					const struct morsel_place *pl,
+					unsigned int nr, struct page **pages);
 	struct page *(*huge_alloc)(void *priv, const struct morsel_place *pl,
 				   int level, unsigned long held);
 	void (*huge_free)(void *priv, struct page *page, int level);
@@ -168,6 +175,19 @@ static inline unsigned int src_pages_alloc(const struct morsel_source *s,
 					   struct page **pages)
 {
 	return s->ops->pages_alloc(s->priv, pl, nr, held, pages);
+}
+
+static inline bool src_has_raw(const struct morsel_source *s)
+{
+	return s->ops->pages_alloc_raw;
+}
+
+static inline unsigned int src_pages_alloc_raw(const struct morsel_source *s,
+					       const struct morsel_place *pl,
+					       unsigned int nr,
+					       struct page **pages)
+{
+	return s->ops->pages_alloc_raw(s->priv, pl, nr, pages);
 }
 
 /* Pages under one leaf of @level (0: a 4 KiB page, 1: 2 MiB, 2: 1 GiB). */

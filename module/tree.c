@@ -86,7 +86,10 @@
  *   gives its block back to the source as one (src_huge_free); a split
  *   one's pages go one by one.  Collapsing makes 2 MiB leaves only.
  */
+#include <linux/bvec.h>
+#include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/uio.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -1058,6 +1061,200 @@ next:
 			err = -EINTR;
 		cond_resched();
 	}
+	kfree(pages);
+	return err;
+}
+
+/*
+ * morsel_fill_range's read: @n pages of @pages from @src at *@pos (a bvec
+ * iterator: with O_DIRECT on @src the device writes the pages themselves,
+ * without GUP).  Return: the bytes read (fewer at the source's end) or
+ * -errno if none.
+ */
+static ssize_t fill_read(struct file *src, loff_t *pos, struct page **pages,
+			 struct bio_vec *bv, unsigned int n)
+{
+	struct iov_iter iter;
+	ssize_t total = 0, ret = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		bvec_set_page(&bv[i], pages[i], PAGE_SIZE, 0);
+	iov_iter_bvec(&iter, ITER_DEST, bv, n, (size_t)n << PAGE_SHIFT);
+	while (iov_iter_count(&iter)) {
+		ret = vfs_iter_read(src, &iter, pos, 0);
+		if (ret <= 0)
+			break;
+		total += ret;
+	}
+	return total ?: ret;
+}
+
+/* Zero the bytes of the new page @page at [@from, PAGE_SIZE). */
+static void fill_zero_tail(struct page *page, size_t from)
+{
+	if (from < PAGE_SIZE)
+		zero_user_segment(page, from, PAGE_SIZE);
+}
+
+/**
+ * morsel_fill_range - read @src from @pos into [@start, @end) of @m
+ * @done: out: the bytes read
+ *
+ * What a pread(2) of @src into a mapping of the range does, without the
+ * mapping and without zeroing first.  One PTE table at a time: the holes
+ * get pages from the medium's unzeroed allocator (src_pages_alloc_raw), a
+ * bvec iterator over them and over the pages already there takes one read
+ * (fill_read), the bytes of a new page the read did not reach are zeroed,
+ * and only then are the new pages published: nobody sees a byte that is
+ * neither the file's nor zero.  A hole a fault filled meanwhile keeps the
+ * fault's page, into which the new one is copied (as if the pread came
+ * after).  A 2 MiB or 1 GiB leaf already there is read into as it is.  At
+ * the source's end the fill stops: the rest of the range is untouched.
+ * Called as morsel_populate_range (lock-free, the inode lock shared), for
+ * a medium with raw pages; the caller has made a clone's range its own.
+ * Order 0 (one page, the root) is populated zeroed and read into.
+ * Return: 0, -ENOMEM, -ENOSPC, -EHWPOISON
+ * (a failed page in the range), -EINTR or the read's error; what was
+ * filled before stays, *@done bytes.
+ */
+int morsel_fill_range(struct morsel *m, u64 start, u64 end, struct file *src,
+		      loff_t pos, u64 *done)
+{
+	DECLARE_BITMAP(fresh, PTRS_PER_PTE);
+	u64 table_span = level_span(1), off = start;
+	struct page **pages, **raw;
+	struct bio_vec *bv;
+	int err;
+
+	*done = 0;
+	if (!READ_ONCE(m->order)) {	/* one page, whose slot is the root */
+		struct bio_vec one;
+		struct page *page = morsel_populate(m, 0, MORSEL_HINT_NONE);
+		ssize_t ret;
+
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		ret = fill_read(src, &pos, &page, &one, 1);
+		if (ret < 0)
+			return ret;
+		*done = ret;
+		return 0;
+	}
+	err = morsel_memerr_add(m);
+	if (err)
+		return err;
+	pages = kmalloc_array(PTRS_PER_PTE, sizeof(*pages), GFP_KERNEL);
+	raw = kmalloc_array(PTRS_PER_PTE, sizeof(*raw), GFP_KERNEL);
+	bv = kmalloc_array(PTRS_PER_PTE, sizeof(*bv), GFP_KERNEL);
+	if (!pages || !raw || !bv) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (off < end && !err) {
+		u64 stop = min(end, round_down(off, table_span) + table_span);
+		unsigned int i, j, n, want = 0, drawn = 0, granted = 0, got = 0;
+		unsigned int used = 0;
+		mentry_t leaf = 0, *slot, e;
+		ssize_t ret;
+		bool lost;
+		int at;
+
+		bitmap_zero(fresh, PTRS_PER_PTE);
+		slot = walk(m, off, true, NULL, &leaf, &at);
+		if (IS_ERR(slot)) {
+			err = PTR_ERR(slot);
+			break;
+		}
+		if (!entry_huge(leaf)) {
+			/* Inside or outside a reserved range as a whole. */
+			if (off < READ_ONCE(m->resv_start) &&
+			    stop > READ_ONCE(m->resv_start))
+				stop = READ_ONCE(m->resv_start);
+			if (off < READ_ONCE(m->resv_end) &&
+			    stop > READ_ONCE(m->resv_end))
+				stop = READ_ONCE(m->resv_end);
+		}
+		n = (stop - off) >> PAGE_SHIFT;
+		for (i = 0; i < n; i++) {
+			e = entry_huge(leaf) ? leaf : READ_ONCE(slot[i]);
+			if (e == MORSEL_POISON) {
+				err = -EHWPOISON;
+				break;
+			}
+			pages[i] = NULL;
+			if (entry_huge(e))
+				pages[i] = leaf_page(e, off + ((u64)i << PAGE_SHIFT),
+						     at);
+			else if (e)
+				pages[i] = entry_page(e);
+			if (pages[i])
+				get_page(pages[i]);
+			else
+				want++;
+		}
+		if (!err && want) {
+			drawn = morsel_draw(m, off, want);
+			granted = drawn + morsel_charge_upto(m, want - drawn);
+			got = src_pages_alloc_raw(m->src, &m->place, granted, raw);
+			if (got < want)
+				err = got < granted ? m->src->full_errno : -ENOSPC;
+			charge_back(m, granted - got, drawn > got ? drawn - got : 0);
+		}
+		if (err) {
+			while (got)
+				page_unused(m, raw[--got]);
+			while (i--)
+				if (pages[i])
+					put_page(pages[i]);
+			break;
+		}
+		for (i = 0, j = 0; i < n; i++) {
+			if (!pages[i]) {
+				pages[i] = raw[j++];
+				__set_bit(i, fresh);
+			}
+		}
+		ret = fill_read(src, &pos, pages, bv, n);
+		if (ret < 0)
+			err = ret;
+		for (i = 0; i < n; i++) {
+			size_t at_page = (size_t)i << PAGE_SHIFT;
+
+			if (!test_bit(i, fresh)) {
+				put_page(pages[i]);
+				continue;
+			}
+			/* Not reached: a read error, or past the source's end. */
+			if (err || ret <= at_page) {
+				page_unused(m, pages[i]);
+				continue;
+			}
+			fill_zero_tail(pages[i], ret - at_page);
+			page_owned(m, pages[i], off + at_page);
+			e = publish(m, &slot[i], page_entry(pages[i]), &lost);
+			if (!lost) {
+				used++;
+				continue;
+			}
+			if (e != MORSEL_POISON)
+				copy_highpage(entry_page(e), pages[i]);
+			page_unused(m, pages[i]);
+		}
+		pages_added(m, used);
+		if (err)
+			break;
+		*done += ret;
+		if (ret < (ssize_t)n << PAGE_SHIFT)
+			break;		/* the source's end */
+		off = stop;
+		if (fatal_signal_pending(current))
+			err = -EINTR;
+		cond_resched();
+	}
+out:
+	kfree(bv);
+	kfree(raw);
 	kfree(pages);
 	return err;
 }

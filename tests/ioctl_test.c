@@ -16,6 +16,11 @@
  * - BIND: a fixed address, so that pointers stored inside are valid in
  *   every process; bad input.
  * - MAPPINGS: who maps the morsel, with what rights; bad input.
+ * - FILL: another file read into the range as a pread into a mapping
+ *   would, holes filled with pages that were never zeroed (never seen
+ *   before the read or the zeroing reached them), the source's end, a
+ *   mapper that sees it, order 0; bad input; EOPNOTSUPP on a persistent
+ *   instance.
  * - tools/morsel create, stat, populate, evict and bind.
  *
  * Runs in the VM (vm/run; tests/run-all) as root, from the repository
@@ -872,6 +877,169 @@ TEST(cli_populate_evict_bind)
 	ASSERT_NE(NULL, strstr(out, "bound:    0x600000000000\n")) TH_LOG("%s", out);
 	close(fd);
 	unlink(mpath("clipe"));
+}
+
+#define PAGE_ALIGN_UP(x) (((x) + PG - 1) & ~(PG - 1))
+
+/* A tmpfs file of @size bytes of a pattern that differs from zero. */
+static int fill_source(const char *path, uint64_t size, int flags)
+{
+	static unsigned char buf[1 << 16];
+	uint64_t off, i, n;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return -1;
+	for (off = 0; off < size; off += n) {
+		n = size - off < sizeof(buf) ? size - off : sizeof(buf);
+		for (i = 0; i < n; i++)
+			buf[i] = (unsigned char)((off + i) * 7 + (off + i) / PG + 1) | 1;
+		if (pwrite(fd, buf, n, off) != (ssize_t)n)
+			return -1;
+	}
+	close(fd);
+	return open(path, O_RDONLY | flags);
+}
+
+static unsigned char fill_byte(uint64_t i)
+{
+	return (unsigned char)(i * 7 + i / PG + 1) | 1;
+}
+
+/*
+ * FILL reads a file into the range: holes get the file's bytes, pages
+ * already there are overwritten, a new page's bytes past the source's end
+ * are zero, and the fill stops there (the rest stays a hole).  A process
+ * that maps the morsel sees it all; the module counts only the pages it
+ * added.  Order 0 too.  On a persistent instance (tests/on_pmem) the
+ * device has no unzeroed pages to give: EOPNOTSUPP.
+ */
+TEST(fill_reads_a_file_into_the_range)
+{
+	const uint64_t ssize = 3 * MiB + 100, msize = 4 * MiB;
+	const char *sp = "/tmp/ioctl_test_fill";
+	int fd = fresh(mpath("fill"), msize), src, dsrc;
+	uint64_t filled = 1, i;
+	long p0, n0;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	src = fill_source(sp, ssize, 0);
+	ASSERT_LE(0, src);
+	if (mnt_is_persistent()) {
+		ASSERT_EQ(-EOPNOTSUPP, morsel_fill(fd, src, 0, 0, PG, NULL));
+		close(src);
+		close(fd);
+		unlink(sp);
+		unlink(mpath("fill"));
+		return;
+	}
+	p = map(_metadata, fd, msize, PROT_READ);
+	/* A page there before: overwritten, not counted again. */
+	ASSERT_EQ(1, pwrite(fd, "X", 1, 5 * PG + 9));
+	p0 = counter(_metadata, "pages");
+	n0 = st(_metadata, fd).pages;
+	ASSERT_EQ(1, n0);
+	ASSERT_EQ(0, morsel_fill(fd, src, 0, 0, msize, &filled));
+	ASSERT_EQ(ssize, filled);
+	for (i = 0; i < ssize; i++)
+		if ((unsigned char)p[i] != fill_byte(i))
+			break;
+	ASSERT_EQ(ssize, i);
+	for (; i < PAGE_ALIGN_UP(ssize); i++)
+		if (p[i])
+			break;
+	ASSERT_EQ(PAGE_ALIGN_UP(ssize), i);
+	/* Pages up to the source's end, no further. */
+	ASSERT_EQ(PAGE_ALIGN_UP(ssize) / PG, st(_metadata, fd).pages);
+	ASSERT_EQ(p0 + PAGE_ALIGN_UP(ssize) / PG - 1, counter(_metadata, "pages"));
+	/* Again from another offset of the source, into present pages. */
+	ASSERT_EQ(0, morsel_fill(fd, src, 2 * PG, 0, 2 * PG, &filled));
+	ASSERT_EQ(2 * PG, filled);
+	ASSERT_EQ(fill_byte(2 * PG + 5), (unsigned char)p[5]);
+	ASSERT_EQ(fill_byte(3 * PG + 5), (unsigned char)p[PG + 5]);
+	ASSERT_EQ(fill_byte(2 * PG), (unsigned char)p[2 * PG]);
+	ASSERT_EQ(PAGE_ALIGN_UP(ssize) / PG, st(_metadata, fd).pages);
+	/* Past the source's end: nothing read, nothing added. */
+	ASSERT_EQ(0, morsel_fill(fd, src, 4 * MiB, 0, PG, &filled));
+	ASSERT_EQ(0, filled);
+	/* With O_DIRECT on the source (tmpfs takes it). */
+	dsrc = open(sp, O_RDONLY | O_DIRECT);
+	ASSERT_LE(0, dsrc);
+	ASSERT_EQ(0, morsel_fill(fd, dsrc, 0, 0, 2 * MiB, &filled));
+	ASSERT_EQ(2 * MiB, filled);
+	ASSERT_EQ(fill_byte(5), (unsigned char)p[5]);
+	close(dsrc);
+	munmap(p, msize);
+	close(fd);
+	unlink(mpath("fill"));
+	ASSERT_EQ(p0 - 1, counter(_metadata, "pages"));
+	/* Order 0: one page, read into. */
+	fd = fresh(mpath("fill0"), 1000);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, morsel_fill(fd, src, PG, 0, PG, &filled));
+	ASSERT_EQ(PG, filled);
+	p = map(_metadata, fd, PG, PROT_READ);
+	ASSERT_EQ(fill_byte(PG + 999), (unsigned char)p[999]);
+	munmap(p, PG);
+	close(fd);
+	unlink(mpath("fill0"));
+	close(src);
+	unlink(sp);
+}
+
+TEST(fill_bad_input)
+{
+	struct morsel_fill f;
+	int fd = fresh(mpath("fillb"), 2 * MiB), rfd, src, wsrc, dir;
+	long p0 = counter(_metadata, "pages");
+
+	ASSERT_LE(0, fd);
+	src = fill_source("/tmp/ioctl_test_fillb", MiB, 0);
+	ASSERT_LE(0, src);
+	wsrc = open("/tmp/ioctl_test_fillb", O_WRONLY);
+	ASSERT_LE(0, wsrc);
+	rfd = morsel_open(mpath("fillb"), O_RDONLY);
+	ASSERT_LE(0, rfd);
+	dir = open("/tmp", O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, dir);
+	if (mnt_is_persistent()) {
+		ASSERT_EQ(-EOPNOTSUPP, morsel_fill(fd, src, 0, 0, PG, NULL));
+		goto out;
+	}
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, src, 0, 100, PG, NULL));
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, src, 0, 0, 100, NULL));
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, src, 0, 0, 0, NULL));
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, src, 100, 0, PG, NULL));
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, src, 1ULL << 63, 0, PG, NULL));
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, src, 0, 2 * MiB, PG, NULL));
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, dir, 0, 0, PG, NULL));
+	/* A source on morselfs (its locks are of the morsel's class). */
+	ASSERT_EQ(-EINVAL, morsel_fill(fd, rfd, 0, 0, PG, NULL));
+	ASSERT_EQ(-EBADF, morsel_fill(fd, wsrc, 0, 0, PG, NULL));
+	ASSERT_EQ(-EBADF, morsel_fill(fd, -1, 0, 0, PG, NULL));
+	ASSERT_EQ(-EBADF, morsel_fill(rfd, src, 0, 0, PG, NULL));
+	memset(&f, 0, sizeof(f));
+	f.fd = src;
+	f.length = PG;
+	f.flags = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_FILL, &f));
+	f.flags = 0;
+	f.reserved[2] = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_FILL, &f));
+	f.reserved[2] = 0;
+	f.filled = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(fd, MORSEL_IOC_FILL, &f));
+	ASSERT_ERRNO(EFAULT, ioctl(fd, MORSEL_IOC_FILL, (void *)16));
+	ASSERT_EQ(p0, counter(_metadata, "pages"));
+out:
+	close(dir);
+	close(rfd);
+	close(wsrc);
+	close(src);
+	close(fd);
+	unlink("/tmp/ioctl_test_fillb");
+	unlink(mpath("fillb"));
 }
 
 TEST_HARNESS_MAIN

@@ -377,4 +377,37 @@ struct morsel_accessed {
 #define MORSEL_IOC_MIGRATE	_IOWR(MORSEL_IOC_MAGIC, 0x0d, struct morsel_migrate)
 #define MORSEL_IOC_ACCESSED	_IOWR(MORSEL_IOC_MAGIC, 0x0e, struct morsel_accessed)
 
+/**
+ * struct morsel_fill - argument of MORSEL_IOC_FILL
+ * @fd:         in: a regular file open for reading, not on morselfs.
+ * @flags:      in: must be 0.
+ * @src_offset: in: where to read @fd from, a multiple of 4096.
+ * @offset:     in: the first byte of the morsel, a multiple of 4096.
+ * @length:     in: bytes, a non-zero multiple of 4096; @offset + @length
+ *              must not pass the file size rounded up to 4096.
+ * @filled:     in: must be 0; out: the bytes read, fewer than @length at
+ *              @fd's end (the rest of the range is left as it was) or
+ *              after an error.
+ * @reserved:   in: must be 0.
+ *
+ * FILL reads @fd into the range as a pread(2) of @fd into a mapping of the
+ * range would, and fills the range's holes with pages that are never
+ * zeroed first: the read overwrites them, and what it does not reach is
+ * zeroed before anyone can see the page.  With @fd opened O_DIRECT the
+ * device writes the morsel's pages itself.  Needs the morsel open for
+ * writing; a medium that cannot give unzeroed pages (a persistent
+ * instance) refuses it (EOPNOTSUPP).
+ */
+struct morsel_fill {
+	__s32 fd;
+	__u32 flags;
+	__u64 src_offset;
+	__u64 offset;
+	__u64 length;
+	__u64 filled;
+	__u64 reserved[3];
+};
+
+#define MORSEL_IOC_FILL		_IOWR(MORSEL_IOC_MAGIC, 0x0f, struct morsel_fill)
+
 #endif /* _UAPI_LINUX_MORSEL_H */
