@@ -988,6 +988,72 @@ TEST(fill_reads_a_file_into_the_range)
 	unlink(sp);
 }
 
+/*
+ * FILL while another process faults the same pages in (each fault fills a
+ * hole with a zeroed page first): a hole that a fault won keeps the
+ * fault's page and gets the data copied into it.  Afterwards every byte is
+ * the source's, every page counted once, nothing leaks.
+ */
+TEST(fill_races_faults)
+{
+	const uint64_t size = 8 * MiB;
+	const char *sp = "/tmp/ioctl_test_fillr";
+	int fd = fresh(mpath("fillr"), size), src, go[2], round;
+	long p0 = counter(_metadata, "pages");
+	uint64_t filled, i;
+	char *p, c;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	src = fill_source(sp, size, 0);
+	ASSERT_LE(0, src);
+	if (mnt_is_persistent()) {
+		close(src);
+		close(fd);
+		unlink(sp);
+		unlink(mpath("fillr"));
+		SKIP(return, "no FILL on a persistent instance");
+	}
+	p = map(_metadata, fd, size, PROT_READ);
+	for (round = 0; round < 4; round++) {
+		ASSERT_EQ(0, morsel_evict(fd, 0, size));
+		ASSERT_EQ(0, pipe(go));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			volatile char *q = p;
+			uint64_t k, x = 88172645463325252ULL + round;
+
+			close(go[1]);
+			if (read(go[0], &c, 1) != 0)
+				_exit(3);
+			for (k = 0; k < 4 * size / PG; k++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				(void)q[(x % (size / PG)) * PG + (x >> 40) % PG];
+			}
+			_exit(0);
+		}
+		close(go[0]);
+		close(go[1]);
+		ASSERT_EQ(0, morsel_fill(fd, src, 0, 0, size, &filled));
+		ASSERT_EQ(size, filled);
+		wait_child_ok(_metadata, pid);
+		for (i = 0; i < size; i++)
+			if ((unsigned char)p[i] != fill_byte(i))
+				break;
+		ASSERT_EQ(size, i);
+		ASSERT_EQ(size / PG, st(_metadata, fd).pages);
+	}
+	munmap(p, size);
+	close(fd);
+	close(src);
+	unlink(sp);
+	unlink(mpath("fillr"));
+	ASSERT_EQ(p0, counter(_metadata, "pages"));
+}
+
 TEST(fill_bad_input)
 {
 	struct morsel_fill f;
