@@ -2155,6 +2155,22 @@ static int cg_write(const char *name, unsigned long long v)
 	return write_file(path, val);
 }
 
+/* MemAvailable of /proc/meminfo, bytes (0 if unread). */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb;
+	uint64_t v = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			v = kb * KiB;
+	if (f)
+		fclose(f);
+	return v;
+}
+
 /*
  * A process that touches @bytes of anonymous memory page by page and
  * checks it; its wait status (0: it finished, SIGKILL: the OOM killer).
@@ -2296,26 +2312,18 @@ TEST_F_TIMEOUT(cached, machine_pressure_evicts_unmapped_lru, 300)
 	const char *names[] = { "a", "b", "c", "d" };
 	const char *mnt = tpath(self, "disk");
 	uint64_t avail, fsz, after;
-	unsigned long long kb;
-	char path[4][256], line[128];
+	char path[4][256];
 	unsigned char *pa;
 	size_t la;
 	unsigned int i;
 	int r, status;
-	FILE *f;
 
 	r = disk_mount(_metadata, mnt);
 	if (r > 0)
 		SKIP(return, "no disk (vm/run --disk)");
 	ASSERT_EQ(0, r);
 	ASSERT_EQ(0, access("/proc/pressure/memory", R_OK));
-	avail = 0;
-	f = fopen("/proc/meminfo", "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			avail = kb * KiB;
-	if (f)
-		fclose(f);
+	avail = mem_available();
 	ASSERT_LT(512 * MiB, avail);
 	fsz = (avail / 10) & ~(MiB - 1);
 	for (i = 0; i < 4; i++) {
@@ -2331,13 +2339,7 @@ TEST_F_TIMEOUT(cached, machine_pressure_evicts_unmapped_lru, 300)
 	ASSERT_EQ(0, morsel_cache_map_path(self->sock, path[0],
 					   (void **)&pa, &la));
 	ASSERT_EQ(0, drop_caches());
-	after = 0;
-	f = fopen("/proc/meminfo", "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			after = kb * KiB;
-	if (f)
-		fclose(f);
+	after = mem_available();
 	ASSERT_GT(avail - 3 * fsz, after);
 	ASSERT_EQ(0, write_file("/proc/sys/vm/oom_dump_tasks", "0"));
 	status = hog(after + 2 * fsz);

@@ -881,6 +881,12 @@ TEST(cli_populate_evict_bind)
 
 #define PAGE_ALIGN_UP(x) (((x) + PG - 1) & ~(PG - 1))
 
+/* Byte @i of fill_source's pattern: never zero. */
+static unsigned char fill_byte(uint64_t i)
+{
+	return (unsigned char)(i * 7 + i / PG + 1) | 1;
+}
+
 /* A tmpfs file of @size bytes of a pattern that differs from zero. */
 static int fill_source(const char *path, uint64_t size, int flags)
 {
@@ -893,17 +899,12 @@ static int fill_source(const char *path, uint64_t size, int flags)
 	for (off = 0; off < size; off += n) {
 		n = size - off < sizeof(buf) ? size - off : sizeof(buf);
 		for (i = 0; i < n; i++)
-			buf[i] = (unsigned char)((off + i) * 7 + (off + i) / PG + 1) | 1;
+			buf[i] = fill_byte(off + i);
 		if (pwrite(fd, buf, n, off) != (ssize_t)n)
 			return -1;
 	}
 	close(fd);
 	return open(path, O_RDONLY | flags);
-}
-
-static unsigned char fill_byte(uint64_t i)
-{
-	return (unsigned char)(i * 7 + i / PG + 1) | 1;
 }
 
 /*
