@@ -19,8 +19,8 @@
  * - FILL: another file read into the range as a pread into a mapping
  *   would, holes filled with pages that were never zeroed (never seen
  *   before the read or the zeroing reached them), the source's end, a
- *   mapper that sees it, order 0; bad input; EOPNOTSUPP on a persistent
- *   instance.
+ *   mapper that sees it, order 0, racing faults, a clone's range; bad
+ *   input; EOPNOTSUPP on a persistent instance.
  * - tools/morsel create, stat, populate, evict and bind.
  *
  * Runs in the VM (vm/run; tests/run-all) as root, from the repository
@@ -1053,6 +1053,59 @@ TEST(fill_races_faults)
 	unlink(sp);
 	unlink(mpath("fillr"));
 	ASSERT_EQ(p0, counter(_metadata, "pages"));
+}
+
+/*
+ * FILL into a copy-on-write clone's range makes it the clone's own first
+ * (as a write would): the original keeps its bytes, the clone gets the
+ * source's, across a PTE table's boundary and around it.
+ */
+TEST(fill_into_a_clone_leaves_the_original)
+{
+	const uint64_t size = 2 * MiB + 3 * PG;
+	int a = fresh(mpath("filla"), size), b = fresh(mpath("fillc"), size);
+	const char *sp = "/tmp/ioctl_test_fillc";
+	uint64_t filled, i;
+	char *buf = malloc(size), *pa, *pb;
+	int src;
+
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	ASSERT_NE(NULL, buf);
+	src = fill_source(sp, size, 0);
+	ASSERT_LE(0, src);
+	if (mnt_is_persistent()) {
+		ASSERT_EQ(-EOPNOTSUPP, morsel_fill(b, src, 0, 0, PG, NULL));
+		goto out;
+	}
+	memset(buf, 'A', size);
+	ASSERT_EQ((ssize_t)size, pwrite(a, buf, size, 0));
+	ASSERT_EQ(0, morsel_clone(a, b));
+	ASSERT_EQ(0, morsel_fill(b, src, 0, PG, 2 * MiB, &filled));
+	ASSERT_EQ(2 * MiB, filled);
+	pa = map(_metadata, a, size, PROT_READ);
+	pb = map(_metadata, b, size, PROT_READ);
+	for (i = 0; i < size && pa[i] == 'A'; i++)
+		;
+	ASSERT_EQ(size, i);
+	for (i = 0; i < size; i++) {
+		char want = i >= PG && i < PG + 2 * MiB ?
+			    (char)fill_byte(i - PG) : 'A';
+
+		if (pb[i] != want)
+			break;
+	}
+	ASSERT_EQ(size, i);
+	munmap(pa, size);
+	munmap(pb, size);
+out:
+	free(buf);
+	close(src);
+	close(a);
+	close(b);
+	unlink(sp);
+	unlink(mpath("filla"));
+	unlink(mpath("fillc"));
 }
 
 TEST(fill_bad_input)
