@@ -964,6 +964,22 @@ int morsel_unshare_range(struct morsel *m, u64 start, u64 end,
 	return err;
 }
 
+/*
+ * Where a run of pages from @off that would end at @stop must end so that
+ * it lies inside or outside the reserved range as a whole (size.c: its
+ * pages are drawn from the reservation, the others charged).
+ */
+static u64 resv_clip(struct morsel *m, u64 off, u64 stop)
+{
+	u64 rs = READ_ONCE(m->resv_start), re = READ_ONCE(m->resv_end);
+
+	if (off < rs && stop > rs)
+		stop = rs;
+	if (off < re && stop > re)
+		stop = re;
+	return stop;
+}
+
 /**
  * morsel_populate_range - populate every page in [@start, @end)
  *
@@ -1027,12 +1043,7 @@ int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint)
 			off = round_down(off, level_span(at)) + level_span(at);
 			goto next;
 		}
-		/* Inside or outside a reserved range as a whole (size.c). */
-		if (off < READ_ONCE(m->resv_start) &&
-		    stop > READ_ONCE(m->resv_start))
-			stop = READ_ONCE(m->resv_start);
-		if (off < READ_ONCE(m->resv_end) && stop > READ_ONCE(m->resv_end))
-			stop = READ_ONCE(m->resv_end);
+		stop = resv_clip(m, off, stop);
 		n = (stop - off) >> PAGE_SHIFT;
 		for (i = 0; i < n; i++)
 			want += !READ_ONCE(slot[i]);
@@ -1166,15 +1177,8 @@ int morsel_fill_range(struct morsel *m, u64 start, u64 end, struct file *src,
 			err = PTR_ERR(slot);
 			break;
 		}
-		if (!entry_huge(leaf)) {
-			/* Inside or outside a reserved range as a whole. */
-			if (off < READ_ONCE(m->resv_start) &&
-			    stop > READ_ONCE(m->resv_start))
-				stop = READ_ONCE(m->resv_start);
-			if (off < READ_ONCE(m->resv_end) &&
-			    stop > READ_ONCE(m->resv_end))
-				stop = READ_ONCE(m->resv_end);
-		}
+		if (!entry_huge(leaf))
+			stop = resv_clip(m, off, stop);
 		n = (stop - off) >> PAGE_SHIFT;
 		for (i = 0; i < n; i++) {
 			e = entry_huge(leaf) ? leaf : READ_ONCE(slot[i]);
