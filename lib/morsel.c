@@ -197,6 +197,11 @@ int morsel_fill(int fd, int src, uint64_t src_offset, uint64_t offset,
 	return err;
 }
 
+int morsel_seal(int fd)
+{
+	return ioctl(fd, MORSEL_IOC_SEAL) ? NEG_ERRNO : 0;
+}
+
 int morsel_accessed(int fd, uint64_t offset, uint64_t length,
 		    uint64_t *bitmap, int clear, uint64_t *accessed,
 		    uint64_t *populated)

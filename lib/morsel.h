@@ -164,6 +164,13 @@ int morsel_accessed(int fd, uint64_t offset, uint64_t length,
  */
 int morsel_fill(int fd, int src, uint64_t src_offset, uint64_t offset,
 		uint64_t length, uint64_t *filled);
+/*
+ * Make the file's contents final (new in 1.6; MORSEL_IOC_SEAL): its holes
+ * populated, then no write, truncate, fallocate or writable shared
+ * mapping ever again (EPERM); EBUSY while such a mapping exists.  A
+ * shared pool's readers see only sealed files.
+ */
+int morsel_seal(int fd);
 int morsel_get_mpol(int fd, unsigned int *mode, uint64_t *nodes);
 int morsel_node_pages(int fd, uint64_t offset, uint64_t length,
 		      uint64_t *pages);

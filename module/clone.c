@@ -76,6 +76,10 @@ static loff_t remap(struct file *file_in, loff_t pos_in,
 	u64 plen;
 
 	lock_two_nondirectories(src, dst);
+	if (READ_ONCE(MORSEL_I(dst)->sealed)) {	/* MORSEL_IOC_SEAL */
+		ret = -EPERM;
+		goto out;
+	}
 	if (prep)
 		ret = generic_remap_file_range_prep(file_in, pos_in, file_out,
 						    pos_out, &len, flags);

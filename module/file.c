@@ -355,7 +355,7 @@ static ssize_t morsel_write_iter(struct kiocb *iocb, struct iov_iter *from)
 
 	inode_lock(inode);
 	/* As ext4: also through a descriptor opened before chattr +i. */
-	err = IS_IMMUTABLE(inode) ? -EPERM : generic_write_checks(iocb, from);
+	err = morsel_frozen(inode) ? -EPERM : generic_write_checks(iocb, from);
 	if (err <= 0)
 		goto out;
 	err = file_modified(file);
@@ -559,6 +559,11 @@ static long morsel_fallocate(struct file *file, int mode, loff_t offset,
 	 */
 	mode &= ~FALLOC_FL_UNSHARE_RANGE;
 	inode_lock(inode);
+	/* The VFS refuses an immutable file; a sealed one is refused here. */
+	if (MORSEL_I(inode)->sealed) {
+		inode_unlock(inode);
+		return -EPERM;
+	}
 	size = i_size_read(inode);
 	/*
 	 * All it populates, also past the size: a table a clone shares
@@ -677,11 +682,24 @@ static loff_t morsel_llseek(struct file *file, loff_t offset, int whence)
  */
 static int morsel_file_open(struct inode *inode, struct file *file)
 {
+	int err;
+
 	/* A process's anonymous memory (anon.c): /proc/PID/map_files */
 	if (((struct morsel *)inode->i_private)->anon)
 		return -EPERM;
 	file->f_mode |= FMODE_CAN_ODIRECT;
-	return generic_file_open(inode, file);
+	err = generic_file_open(inode, file);
+	/* A shared pool's reader leases what it opens (pm_share.c). */
+	if (!err && morsel_pm_reader(inode->i_sb))
+		err = morsel_share_open(inode);
+	return err;
+}
+
+static int morsel_file_release(struct inode *inode, struct file *file)
+{
+	if (morsel_pm_reader(inode->i_sb))
+		morsel_share_release(inode);
+	return 0;
 }
 
 static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasync)
@@ -693,6 +711,7 @@ static int morsel_fsync(struct file *file, loff_t start, loff_t end, int datasyn
 #define MORSEL_FILE_OPS						\
 	.owner = THIS_MODULE,					\
 	.open = morsel_file_open,				\
+	.release = morsel_file_release,				\
 	.llseek = morsel_llseek,				\
 	.read_iter = morsel_read_iter,				\
 	.write_iter = morsel_write_iter,			\

@@ -142,6 +142,9 @@ static int morsel_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	 */
 	if (IS_IMMUTABLE(inode))
 		return -EPERM;
+	/* A sealed file's size is final; mode, owner and times are not. */
+	if ((attr->ia_valid & ATTR_SIZE) && READ_ONCE(MORSEL_I(inode)->sealed))
+		return -EPERM;
 	err = setattr_prepare(idmap, dentry, attr);
 	if (err)
 		return err;
@@ -560,6 +563,7 @@ static struct inode *morsel_alloc_inode(struct super_block *sb)
 		return NULL;
 	simple_xattrs_init(&mi->xattrs);
 	mi->fsflags = 0;
+	mi->sealed = false;
 	return &mi->vfs_inode;
 }
 
@@ -577,14 +581,22 @@ static void morsel_evict_inode(struct inode *inode)
 	struct morsel_sb *sbi = inode->i_sb->s_fs_info;
 	long space = MORSEL_BOGO_INODE;
 	size_t freed = 0;
-	bool gone = !inode->i_nlink;
+	bool gone = !inode->i_nlink, keep = false;
 
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
+	/*
+	 * A pool reader's inode is the publisher's; a deleted sealed file a
+	 * reader leases stays until the lease goes (pm_share.c).
+	 */
+	if (sb_pm(inode->i_sb) && S_ISREG(inode->i_mode) && inode->i_private)
+		keep = morsel_pm_reader(inode->i_sb) ||
+		       (gone && MORSEL_I(inode)->sealed && morsel_pm_defer(inode));
 	/* A persistent inode with a name stays on the device. */
 	if (S_ISREG(inode->i_mode) && inode->i_private) {
-		if (sb_pm(inode->i_sb) && !gone) {
-			morsel_fit_final(inode->i_private, i_size_read(inode));
+		if (sb_pm(inode->i_sb) && (!gone || keep)) {
+			if (!keep)
+				morsel_fit_final(inode->i_private, i_size_read(inode));
 			morsel_resv_release(inode->i_private);
 			morsel_forget(inode->i_private);
 		} else {
@@ -592,7 +604,8 @@ static void morsel_evict_inode(struct inode *inode)
 			morsel_destroy(inode->i_private);
 		}
 	}
-	if (sb_pm(inode->i_sb) && gone && inode->i_ino)
+	if (sb_pm(inode->i_sb) && gone && !keep && inode->i_ino &&
+	    !morsel_pm_reader(inode->i_sb))
 		morsel_pm_free_inode(inode);
 	if (S_ISLNK(inode->i_mode) && inode->i_link)
 		space += inode->i_size + 1;
@@ -838,6 +851,8 @@ static int morsel_show_options(struct seq_file *seq, struct dentry *root)
 	if (sbi->pm) {
 		seq_puts(seq, ",pmem=");
 		seq_escape(seq, morsel_pm_path(root->d_sb), ", \t\n\\");
+		if (morsel_pm_share(root->d_sb))
+			seq_puts(seq, ",pool");
 		if (sbi->huge != MORSEL_HUGE_NEVER)
 			seq_printf(seq, ",huge=%s",
 				   morsel_huge_names[sbi->huge].name);
@@ -925,7 +940,7 @@ static const struct super_operations morsel_sops = {
 };
 
 enum { OPT_SIZE, OPT_NR_INODES, OPT_MODE, OPT_UID, OPT_GID, OPT_PMEM,
-	OPT_HUGE, OPT_HUGE1G, OPT_ANON, OPT_MPOL };
+	OPT_HUGE, OPT_HUGE1G, OPT_ANON, OPT_MPOL, OPT_POOL };
 
 static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_string("size", OPT_SIZE),
@@ -938,6 +953,7 @@ static const struct fs_parameter_spec morsel_params[] = {
 	fsparam_u32("huge1g", OPT_HUGE1G),
 	fsparam_enum("anon", OPT_ANON, morsel_anon_names),
 	fsparam_string("mpol", OPT_MPOL),
+	fsparam_flag("pool", OPT_POOL),
 	{}
 };
 
@@ -953,6 +969,7 @@ struct morsel_opts {
 	struct morsel_policy *mpol;	/* NULL: default */
 	bool has_blocks, has_inodes, has_mode, has_uid, has_gid, has_huge;
 	bool has_huge1g, has_anon, has_mpol;
+	bool pool;			/* a shared pool (pm_share.c) */
 };
 
 /*
@@ -1041,6 +1058,9 @@ static int morsel_parse_param(struct fs_context *fc,
 		o->has_mpol = true;
 		return 0;
 	}
+	case OPT_POOL:
+		o->pool = true;
+		return 0;
 	case OPT_PMEM:
 		if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE)
 			return invalfc(fc, "pmem= cannot change on remount");
@@ -1120,7 +1140,7 @@ static int morsel_fill_super(struct super_block *sb, struct fs_context *fc)
 		 * The device is the limit; the root's mode and owner are
 		 * its own (mode=, uid=, gid= refused: morsel_get_tree).
 		 */
-		int err = morsel_pm_mount(sb, o->pmem);
+		int err = morsel_pm_mount(sb, o->pmem, o->pool);
 
 		if (err)
 			return err;
@@ -1232,6 +1252,8 @@ static int morsel_get_tree(struct fs_context *fc)
 		return invalfc(fc, "pmem: no anon= (anonymous memory is RAM's)");
 	if (o->pmem && o->has_mpol)
 		return invalfc(fc, "pmem: no mpol= (a device's pages are where it is)");
+	if (o->pool && !o->pmem)
+		return invalfc(fc, "pool: only with pmem= (a shared pool is a device)");
 	/*
 	 * The instance's morsel_sb goes to sget_fc, which makes it
 	 * s_fs_info under sb_lock (pm_sb_test reads it there), or stays
@@ -1277,6 +1299,12 @@ static int morsel_reconfigure(struct fs_context *fc)
 		return invalfc(fc, "pmem: no anon= (anonymous memory is RAM's)");
 	if (sbi->pm && o->has_mpol)
 		return invalfc(fc, "pmem: no mpol= (a device's pages are where it is)");
+	if (o->pool && !(sbi->pm && morsel_pm_share(sb)))
+		return invalfc(fc, "pool: only when mounting");
+	/* A reader of a shared pool has no claim to write it. */
+	if (morsel_pm_reader(sb) && (fc->sb_flags_mask & SB_RDONLY) &&
+	    !(fc->sb_flags & SB_RDONLY))
+		return invalfc(fc, "a pool reader stays read-only");
 	if (o->has_blocks && o->blocks &&
 	    o->blocks < atomic_long_read(&sbi->used))
 		return invalfc(fc, "size below the space in use");
@@ -1389,7 +1417,11 @@ static void morsel_kill_sb(struct super_block *sb)
 {
 	struct morsel_sb *sbi = sb->s_fs_info;
 
-	kill_litter_super(sb);
+	/* A pool reader's names are not pinned (pm_share.c). */
+	if (morsel_pm_reader(sb))
+		kill_anon_super(sb);
+	else
+		kill_litter_super(sb);
 	morsel_pm_unmount(sb);
 	morsel_pool_destroy(&sbi->pool);
 	morsel_mpol_free(&sbi->ram_ctx.mpol);

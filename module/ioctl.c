@@ -604,6 +604,45 @@ static long ioc_create(struct file *dirf, struct morsel_create __user *arg)
 	return fd;
 }
 
+/*
+ * SEAL: every page below the size populated (and this file's own, not a
+ * clone's), shared mappings that may write refused from now on (as a
+ * memfd's F_SEAL_WRITE), then the flag: on a device one store of the
+ * record's flags word, after every store of the contents.
+ */
+static long ioc_seal(struct morsel *m, struct inode *inode)
+{
+	u64 end;
+	long err = 0;
+
+	inode_lock(inode);
+	if (MORSEL_I(inode)->sealed)
+		goto out;
+	err = -EPERM;
+	if (IS_IMMUTABLE(inode) || IS_APPEND(inode))
+		goto out;
+	err = mapping_deny_writable(inode->i_mapping);
+	if (err)
+		goto out;
+	end = PAGE_ALIGN(i_size_read(inode));
+	err = morsel_unshare_range(m, 0, end, MORSEL_UNSHARE_DATA) ?:
+	      morsel_populate_range(m, 0, end, MORSEL_HINT_NONE);
+	if (err) {
+		mapping_allow_writable(inode->i_mapping);
+		goto out;
+	}
+	inode_set_ctime_current(inode);
+	if (sb_pm(inode->i_sb))
+		morsel_pm_sync_inode(inode);
+	smp_wmb();	/* the contents before the seal, for other hosts too */
+	WRITE_ONCE(MORSEL_I(inode)->sealed, true);
+	if (sb_pm(inode->i_sb))
+		morsel_pm_set_flags(inode);
+out:
+	inode_unlock(inode);
+	return err;
+}
+
 /* A directory's only ioctl: MORSEL_IOC_CREATE. */
 long morsel_dir_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
@@ -637,6 +676,7 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MORSEL_IOC_MIGRATE:
 	case MORSEL_IOC_ACCESSED:
 	case MORSEL_IOC_FILL:
+	case MORSEL_IOC_SEAL:
 		break;
 	default:
 		return -ENOTTY;
@@ -648,7 +688,10 @@ long morsel_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	 * may be populated (as fallocate may extend it) but loses no data and
 	 * keeps its attributes.
 	 */
-	if (IS_IMMUTABLE(inode) || (IS_APPEND(inode) && cmd != MORSEL_IOC_POPULATE))
+	if (cmd == MORSEL_IOC_SEAL)
+		return ioc_seal(m, inode);
+	/* A sealed file as an immutable one (MORSEL_IOC_SEAL). */
+	if (morsel_frozen(inode) || (IS_APPEND(inode) && cmd != MORSEL_IOC_POPULATE))
 		return -EPERM;
 	switch (cmd) {
 	case MORSEL_IOC_POPULATE:

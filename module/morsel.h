@@ -427,12 +427,19 @@ struct morsel_inode {
 	struct simple_xattrs xattrs;
 	struct timespec64 btime;
 	unsigned int fsflags;		/* chattr's FS_*_FL (fs.c) */
+	bool sealed;			/* MORSEL_IOC_SEAL: contents final */
 	struct inode vfs_inode;
 };
 
 static inline struct morsel_inode *MORSEL_I(struct inode *inode)
 {
 	return container_of(inode, struct morsel_inode, vfs_inode);
+}
+
+/* May the contents change (chattr +i, or sealed)?  Under the inode lock. */
+static inline bool morsel_frozen(struct inode *inode)
+{
+	return IS_IMMUTABLE(inode) || READ_ONCE(MORSEL_I(inode)->sealed);
 }
 
 /* fs.c */

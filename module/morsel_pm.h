@@ -21,8 +21,8 @@ bool morsel_pm_cmpxchg(struct morsel_pm *pm, u64 *word, u64 *old, u64 new);
 /* A data page failed: listed in the device's bad-page tree (memerr.c). */
 int morsel_pm_bad_page(struct morsel_pm *pm, struct page *page);
 
-/* Mounting (fs.c). */
-int morsel_pm_mount(struct super_block *sb, const char *path);
+/* Mounting (fs.c); @pool: give the device a pool page (pm_share.c). */
+int morsel_pm_mount(struct super_block *sb, const char *path, bool pool);
 struct inode *morsel_pm_load(struct super_block *sb);
 void morsel_pm_unmount(struct super_block *sb);
 void morsel_pm_shutdown(struct super_block *sb);
@@ -55,5 +55,30 @@ void morsel_pm_xattrs_commit(struct inode *inode, struct simple_xattrs *xs,
 			     u64 page);
 
 #define MORSEL_PM_FIELD(f)	offsetof(struct mpm_inode, f)
+
+/*
+ * Shared pools (pm_share.c): a reader mount, the publisher's deletions of
+ * sealed files, the heartbeat; pm.c's part of them.
+ */
+struct morsel_share;
+struct mpm_fs;
+struct morsel_share *morsel_share_claim(struct morsel_pm *pm, struct mpm_fs *fs,
+					struct mpm_pool_slot *slots, bool reader,
+					bool moving);
+void morsel_share_zombies(struct morsel_share *sh);
+void morsel_share_run(struct morsel_share *sh);
+void morsel_share_end(struct morsel_share *sh, bool ran);
+bool morsel_share_defer(struct morsel_share *sh, u64 ino);
+int morsel_share_open(struct inode *inode);
+void morsel_share_release(struct inode *inode);
+extern const struct dentry_operations morsel_share_dops;
+extern const struct inode_operations morsel_share_dir_iops;
+extern const struct file_operations morsel_share_dir_fops;
+
+struct morsel_share *morsel_pm_share(struct super_block *sb);
+bool morsel_pm_reader(struct super_block *sb);
+struct inode *morsel_pm_iget(struct super_block *sb, u64 ino);
+bool morsel_pm_defer(struct inode *inode);
+void morsel_pm_free_orphan(struct morsel_pm *pm, u64 ino);
 
 #endif /* MORSEL_MORSEL_PM_H */

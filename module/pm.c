@@ -81,6 +81,10 @@ struct morsel_pm {
 	struct mutex bad_lock;		/* creating @bad */
 	struct morsel *bad;		/* the bad-page tree, once used */
 	struct morsel_source src;	/* its pages as tables and data */
+	/* A shared pool (pm_share.c): this mount's slot, or NULL. */
+	struct morsel_share *share;
+	bool share_ran;			/* its heartbeat started */
+	bool reader;			/* no allocator, stores only its slot */
 };
 
 /* A data page freed while pinned, or a table waiting for its grace period. */
@@ -254,6 +258,8 @@ static u64 pm_alloc_page(struct morsel_pm *pm, bool held)
 	unsigned long *map = (unsigned long *)pm->fs.used;
 	u64 n = pm->fs.nr_pages, p = n;
 
+	if (!map)	/* a pool's reader allocates nothing */
+		return 0;
 	spin_lock_bh(&pm->alloc_lock);
 	if (held && pm->held) {
 		p = find_next_bit(pm->held, n, 1);
@@ -299,6 +305,8 @@ static int pm_src_hold(void *priv, unsigned long nr)
 
 	if (!nr)
 		return 0;
+	if (!map)
+		return -ENOSPC;
 	if (!READ_ONCE(pm->held)) {
 		held = kvcalloc(BITS_TO_LONGS(n), sizeof(long), GFP_KERNEL);
 		if (!held)
@@ -665,6 +673,10 @@ static int pm_notify_failure(struct dax_device *dax, u64 offset, u64 len,
 	mutex_unlock(&pm_failure_lock);
 	if (!pm)
 		return -EIO;	/* mounting or unmounting */
+	if (pm->reader) {	/* only the publisher records; kill the mappers */
+		deactivate_super(sb);
+		return -EOPNOTSUPP;
+	}
 	if (offset < pm->start_off || !len) {
 		deactivate_super(sb);
 		return -EIO;
@@ -934,6 +946,8 @@ void morsel_pm_set_flags(struct inode *inode)
 	unsigned int huge = m ? READ_ONCE(m->huge) : MORSEL_HUGE_INHERIT;
 	u64 flags = MORSEL_I(inode)->fsflags;
 
+	if (READ_ONCE(MORSEL_I(inode)->sealed))
+		flags |= MPM_FL_SEALED;
 	if (huge != MORSEL_HUGE_INHERIT) {
 		pm_src_huge_ready(PM(inode->i_sb));
 		flags |= (u64)(huge + 1) << MPM_FL_HUGE_SHIFT;
@@ -1265,9 +1279,63 @@ static const struct morsel_source_ops pm_source_ops = {
 
 /* ---- mount ---- */
 
-int morsel_pm_mount(struct super_block *sb, const char *path)
+/*
+ * The pool page of a shared pool (pm_format.h), or NULL: read before the
+ * walk, so only the super block's magic and the word's bounds vouch for it.
+ */
+static struct mpm_pool_slot *pm_pool_slots(struct morsel_pm *pm)
+{
+	struct mpm_super *s = mpm_super(&pm->fs);
+	u64 pool = READ_ONCE(s->pool) & MPM_E_ADDR, base = READ_ONCE(s->base), page;
+
+	if (READ_ONCE(s->magic) != MPM_MAGIC || !pool || pool < base)
+		return NULL;
+	page = (pool - base) >> PAGE_SHIFT;
+	return page && page < pm->fs.nr_pages ? pm_addr(pm, page) : NULL;
+}
+
+/*
+ * A reader of a shared pool another host writes: no walk, no repair, no
+ * allocator; the publisher's entries must already point here (a reader
+ * cannot relocate them).
+ */
+static int pm_mount_reader(struct morsel_pm *pm, struct mpm_pool_slot *slots)
+{
+	struct morsel_share *sh;
+	int err = mpm_open_shared(&pm->fs);
+
+	if (err == -EBUSY)
+		pr_err("morselfs: %s: its publisher is moving it\n", pm->path);
+	if (err)
+		return err;
+	if (pm->fs.base != pm->fs.phys) {
+		pr_err("morselfs: %s: written for %#llx, here at %#llx: only its publisher can move it\n",
+		       pm->path, pm->fs.base, pm->fs.phys);
+		return -EOPNOTSUPP;
+	}
+	sh = morsel_share_claim(pm, &pm->fs, slots, true, false);
+	if (IS_ERR(sh))
+		return PTR_ERR(sh);
+	pm->share = sh;
+	pm->reader = true;
+	return 0;
+}
+
+/* The publisher's mount -o pool of a device without a pool page. */
+static int pm_make_pool(struct morsel_pm *pm)
+{
+	u64 p = pm_alloc_page(pm, false);
+
+	if (!p)
+		return -ENOSPC;
+	morsel_pm_store(pm, &mpm_super(&pm->fs)->pool, pm_entry(pm, p, true));
+	return 0;
+}
+
+int morsel_pm_mount(struct super_block *sb, const char *path, bool pool)
 {
 	struct morsel_sb *sbi = sb->s_fs_info;
+	struct mpm_pool_slot *slots;
 	struct morsel_pm *pm;
 	struct block_device *bdev;
 	u64 start_off = 0, nr;
@@ -1314,7 +1382,8 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	 * and fs_holder_ops tell the instance when the device goes away
 	 * (morsel_pm_shutdown).
 	 */
-	pm->bdev_file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE |
+	pm->bdev_file = bdev_file_open_by_path(path, sb_rdonly(sb) ? BLK_OPEN_READ :
+					       BLK_OPEN_READ | BLK_OPEN_WRITE |
 					       BLK_OPEN_RESTRICT_WRITES,
 					       sb, &fs_holder_ops);
 	if (IS_ERR(pm->bdev_file)) {
@@ -1361,6 +1430,29 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	pm->fs.nr_pages = nr;
 	pm->fs.repair = true;
 	pm->fs.max_order = morsel_max_order();
+	/*
+	 * A shared pool (pm_share.c): a read-only mount is a reader; a
+	 * read-write one takes the writer's claim before the walk stores.
+	 */
+	slots = pm_pool_slots(pm);
+	if (sb_rdonly(sb) && (slots || pool)) {
+		err = slots ? pm_mount_reader(pm, slots) : -EINVAL;
+		if (!slots)
+			pr_err("morselfs: %s has no pool (the publisher's mount -o pool makes one)\n",
+			       path);
+		if (err)
+			goto fail;
+		goto done;
+	}
+	if (slots) {
+		pm->share = morsel_share_claim(pm, &pm->fs, slots, false,
+					       READ_ONCE(mpm_super(&pm->fs)->base) != pm->fs.phys);
+		if (IS_ERR(pm->share)) {
+			err = PTR_ERR(pm->share);
+			pm->share = NULL;
+			goto fail;
+		}
+	}
 	err = mpm_walk(&pm->fs);
 	if (err == -EINVAL)
 		pr_err("morselfs: %s holds no morselfs (morsel mkfs formats it)\n", path);
@@ -1397,13 +1489,33 @@ int morsel_pm_mount(struct super_block *sb, const char *path)
 	mutex_unlock(&pm_leftover_lock);
 	pm->hint = 1;
 	pm->ino_hint = MPM_ROOT_INO + 1;
+	if (pm->fs.st.kept)
+		pr_info("morselfs: %s: %llu deleted files wait for their readers\n",
+			path, pm->fs.st.kept);
+	if (pool && !slots) {
+		err = pm_make_pool(pm);
+		slots = pm_pool_slots(pm);
+		if (!err) {
+			pm->share = morsel_share_claim(pm, &pm->fs, slots, false, false);
+			err = PTR_ERR_OR_ZERO(pm->share);
+		}
+		if (err) {
+			pm->share = NULL;
+			goto fail;
+		}
+	}
+	if (pm->share)
+		morsel_share_zombies(pm->share);
 	/* A leaf's address must be 2 MiB aligned for the MMU. */
 	pm->src.huge = IS_ALIGNED(pm->fs.phys, PMD_SIZE) ? BIT(1) : 0;
 	atomic64_set(&pm->nr_inodes, pm->fs.st.inodes);
+done:
 	sbi->pm = pm;
 	sbi->src = &pm->src;
 	return 0;
 fail:
+	if (pm->share)
+		morsel_share_end(pm->share, false);
 	mpm_fs_release(&pm->fs);
 	if (pm->pgmap)
 		put_dev_pagemap(pm->pgmap);
@@ -1421,15 +1533,50 @@ static struct timespec64 ns_ts(u64 ns)
 	return ns_to_timespec64(ns);
 }
 
+/*
+ * A pool reader's inodes are told apart by number and birth time: the
+ * publisher may free a record and give its number to a new file while
+ * the reader still has the old inode.
+ */
+struct pm_key {
+	u64 ino, btime;
+};
+
+static int pm_key_test(struct inode *inode, void *data)
+{
+	const struct pm_key *k = data;
+
+	return inode->i_ino == k->ino &&
+	       timespec64_to_ns(&MORSEL_I(inode)->btime) == k->btime;
+}
+
+static int pm_key_set(struct inode *inode, void *data)
+{
+	const struct pm_key *k = data;
+
+	inode->i_ino = k->ino;
+	MORSEL_I(inode)->btime = ns_to_timespec64(k->btime);
+	return 0;
+}
+
 /* The VFS inode of record @ino (one per inode, whatever its names). */
 static struct inode *pm_iget(struct super_block *sb, u64 ino)
 {
 	struct morsel_pm *pm = PM(sb);
 	struct mpm_inode *rec = pm_rec(pm, ino);
-	struct inode *inode = iget_locked(sb, ino);
+	struct pm_key key = { ino, 0 };
 	const struct mpm_xattr *x;
+	struct inode *inode;
 	int err;
 
+	if (!rec)
+		return ERR_PTR(-ESTALE);
+	if (pm->reader) {
+		key.btime = READ_ONCE(rec->btime);
+		inode = iget5_locked(sb, ino, pm_key_test, pm_key_set, &key);
+	} else {
+		inode = iget_locked(sb, ino);
+	}
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
 	if (!(inode->i_state & I_NEW))
@@ -1448,10 +1595,18 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 	inode_set_atime_to_ts(inode, ns_ts(rec->atime));
 	inode_set_mtime_to_ts(inode, ns_ts(rec->mtime));
 	inode_set_ctime_to_ts(inode, ns_ts(rec->ctime));
-	MORSEL_I(inode)->btime = ns_ts(rec->btime);
+	MORSEL_I(inode)->btime = ns_ts(pm->reader ? key.btime : rec->btime);
 	morsel_set_fsflags(inode, rec->flags & MPM_FLAGS_KNOWN);
 	if (!S_ISDIR(inode->i_mode))
-		set_nlink(inode, mpm_links(&pm->fs, ino));
+		set_nlink(inode, pm->reader ? 1 : mpm_links(&pm->fs, ino));
+	if (pm->reader && S_ISDIR(inode->i_mode)) {
+		inode->i_op = &morsel_share_dir_iops;
+		inode->i_fop = &morsel_share_dir_fops;
+	}
+	if (S_ISREG(inode->i_mode) && (rec->flags & MPM_FL_SEALED)) {
+		MORSEL_I(inode)->sealed = true;
+		mapping_deny_writable(inode->i_mapping);	/* nothing maps it yet */
+	}
 	if (S_ISREG(inode->i_mode)) {
 		struct morsel *m = inode->i_private;
 		int order = morsel_order_for_size(rec->size);
@@ -1470,7 +1625,7 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 			iget_failed(inode);
 			return ERR_PTR(-ENOMEM);
 		}
-		if (morsel_resv_load(m, rec->resv)) {
+		if (morsel_resv_load(m, rec->resv) && !pm->reader) {
 			pr_warn("morselfs: %s: inode %llu: its reservation no longer fits; dropped\n",
 				pm->path, ino);
 			pm_set(pm, &rec->resv, 0);
@@ -1554,9 +1709,13 @@ struct inode *morsel_pm_load(struct super_block *sb)
 	root = pm_iget(sb, MPM_ROOT_INO);
 	if (IS_ERR(root))
 		return root;
+	if (pm->reader)		/* names are looked up as asked (pm_share.c) */
+		sb->s_d_op = &morsel_share_dops;
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return ERR_PTR(-ENOMEM);
+	if (pm->reader)
+		goto live;
 	name = kmalloc(MPM_NAME_MAX + 1, GFP_KERNEL);
 	if (!name)
 		return ERR_PTR(-ENOMEM);
@@ -1574,6 +1733,11 @@ struct inode *morsel_pm_load(struct super_block *sb)
 	pm->fs.links = NULL;
 	if (err)
 		return ERR_PTR(err);
+live:
+	if (pm->share) {
+		morsel_share_run(pm->share);
+		pm->share_ran = true;
+	}
 	mutex_lock(&pm_failure_lock);
 	pm->live = true;
 	mutex_unlock(&pm_failure_lock);
@@ -1605,6 +1769,8 @@ void morsel_pm_unmount(struct super_block *sb)
 	mutex_lock(&pm_failure_lock);
 	pm->live = false;
 	mutex_unlock(&pm_failure_lock);
+	if (pm->share)
+		morsel_share_end(pm->share, pm->share_ran);
 	if (pm->bad)
 		morsel_forget(pm->bad);
 	rcu_barrier();		/* tables waiting for a grace period */
@@ -1619,6 +1785,83 @@ void morsel_pm_unmount(struct super_block *sb)
 	bdev_fput(pm->bdev_file);
 	kfree(pm->path);
 	kfree(pm);
+}
+
+struct morsel_share *morsel_pm_share(struct super_block *sb)
+{
+	return PM(sb)->share;
+}
+
+bool morsel_pm_reader(struct super_block *sb)
+{
+	return sb_pm(sb) && PM(sb)->reader;
+}
+
+struct inode *morsel_pm_iget(struct super_block *sb, u64 ino)
+{
+	return pm_iget(sb, ino);
+}
+
+/*
+ * Evicting a sealed file without a name on a pool's publisher: true when
+ * a reader leases it, and then its record and tree stay (pm_share.c).
+ */
+bool morsel_pm_defer(struct inode *inode)
+{
+	struct morsel_pm *pm = PM(inode->i_sb);
+
+	return pm->share && !pm->reader && morsel_share_defer(pm->share, inode->i_ino);
+}
+
+/*
+ * Free a tree nobody reaches any more (its root word cleared, as a crash
+ * would leave it): tables after what they point to; data pages as
+ * pm_src_page_free does, so that a pinned one waits.
+ */
+static void pm_tree_drop(struct morsel_pm *pm, u64 e, int level)
+{
+	u64 p = e && e != MPM_POISON ? mpm_entry_page(&pm->fs, e) : 0;
+	int i;
+
+	if (!p)
+		return;		/* a failed page stays in the bad-page tree */
+	if (level == 1 && (e & MPM_E_HUGE)) {
+		for (i = 0; i < MPM_HUGE_PAGES; i++)
+			pm_src_page_free(pm, virt_to_page(pm_addr(pm, p + i)));
+		return;
+	}
+	if (!level) {
+		pm_src_page_free(pm, virt_to_page(pm_addr(pm, p)));
+		return;
+	}
+	for (i = 0; i < MPM_ENTRIES; i++)
+		pm_tree_drop(pm, READ_ONCE(((u64 *)pm_addr(pm, p))[i]), level - 1);
+	cond_resched();
+	pm_free_page(pm, p);
+}
+
+/*
+ * A deleted file's record and tree, kept while readers leased it and now
+ * free (pm_share.c's zombies): no inode of this mount holds it.  The root
+ * word first, then the pages, the attributes, the mode: each prefix is an
+ * orphan the next mount frees.
+ */
+void morsel_pm_free_orphan(struct morsel_pm *pm, u64 ino)
+{
+	struct mpm_inode *rec = pm_rec(pm, ino);
+	u64 root;
+
+	if (!rec || !READ_ONCE(rec->mode))
+		return;
+	root = READ_ONCE(rec->root);
+	morsel_pm_store(pm, &rec->root, 0);
+	pm_tree_drop(pm, root & ~MPM_ROOT_ORDER_MASK, mpm_root_order(root));
+	pm_small_free(pm, &rec->xattr, 0, 0);
+	morsel_pm_store(pm, &rec->mode, 0);
+	atomic64_dec(&pm->nr_inodes);
+	mutex_lock(&pm->ino_lock);
+	pm->ino_hint = min_t(u64, pm->ino_hint, ino);
+	mutex_unlock(&pm->ino_lock);
 }
 
 const char *morsel_pm_path(struct super_block *sb)
@@ -1645,7 +1888,8 @@ void morsel_pm_statfs(struct super_block *sb, u64 *blocks, u64 *bfree,
 	u64 inodes;
 
 	spin_lock_bh(&pm->alloc_lock);
-	used = bitmap_weight((unsigned long *)pm->fs.used, pm->fs.nr_pages);
+	used = pm->fs.used ? bitmap_weight((unsigned long *)pm->fs.used,
+					   pm->fs.nr_pages) : pm->fs.nr_pages;
 	spin_unlock_bh(&pm->alloc_lock);
 	*blocks = pm->fs.nr_pages;
 	*bfree = pm->fs.nr_pages - used;

@@ -52,8 +52,9 @@
 #define MPM_K_REC	0x20	/* a record page of the inode table */
 #define MPM_K_BAD	0x40	/* a failed page, in the bad-page tree */
 
-/* The bad-page tree's number in walk_entry() and reports. */
+/* The bad-page tree's and the pool page's numbers in walk_entry() and reports. */
 #define MPM_BAD_INO	(~0ULL)
+#define MPM_POOL_INO	(~1ULL)
 
 static const char * const level_name[] = { "data page", "PTE table",
 	"PMD table", "PUD table", "P4D table" };
@@ -520,6 +521,8 @@ static const char *inode_damage(struct mpm_inode *in, __u64 version, __u64 data,
 	if (version >= 3 && (in->mode & S_IFMT) == S_IFREG &&
 	    (in->flags & MPM_FL_HUGE_MASK) >> MPM_FL_HUGE_SHIFT <= MPM_FL_HUGE_MAX)
 		known |= MPM_FL_HUGE_MASK;
+	if (version >= 3 && (in->mode & S_IFMT) == S_IFREG)
+		known |= MPM_FL_SEALED | MPM_FL_DYING;
 	if (in->flags & ~known) {
 		*word = &in->flags;
 		*val = in->flags & MPM_FLAGS_KNOWN;
@@ -1163,6 +1166,11 @@ static void recover_inode(struct mpm_fs *fs, __u64 ino, struct mpm_inode *in)
 	unsigned int order = mpm_root_order(root);
 
 	if (!mpm_links(fs, ino) && ino != MPM_ROOT_INO) {
+		/* A deleted file a reader host may still map (issue 25). */
+		if (vec_has(&fs->keep, ino)) {
+			fs->st.kept++;
+			return;
+		}
 		fs->st.orphans++;
 		unmark_tree(fs, root & ~MPM_ROOT_ORDER_MASK, order);
 		unmark_tree(fs, mpm_load(&in->xattr), 0);
@@ -1269,6 +1277,18 @@ static void walk_bad(struct mpm_fs *fs)
 	fs->in_bad = false;
 }
 
+/* The pool page of a shared pool: one leaf, the writer's and readers' slots. */
+static void walk_pool(struct mpm_fs *fs)
+{
+	struct mpm_super *sb = mpm_super(fs);
+
+	if (!mpm_load(&sb->pool))
+		return;
+	fs->is_dir = false;
+	fs->is_reg = false;
+	walk_entry(fs, &sb->pool, 0, 0, MPM_POOL_INO, 0);
+}
+
 /*
  * One walk: the three passes, each only if the ones before found no
  * damage.  -EAGAIN: a repairing walk finished a relocation to an address
@@ -1294,6 +1314,7 @@ static int walk_round(struct mpm_fs *fs)
 	fs->walk_idx = 0;
 	fs->used[0] = 1;
 	walk_bad(fs);
+	walk_pool(fs);
 	walk_entry(fs, &sb->itable, MPM_ITABLE_ORDER, 0, 0, MPM_ROOT_ORDER_MASK);
 	if (fs->walk_err)
 		return fs->walk_err;
@@ -1443,14 +1464,29 @@ out:
 	return err;
 }
 
+int mpm_open_shared(struct mpm_fs *fs)
+{
+	struct mpm_super *sb = mpm_super(fs);
+	int err = check_super(fs);
+
+	if (err)
+		return err;
+	if (sb->reloc_base)
+		return -EBUSY;
+	fs->base = sb->base;
+	return 0;
+}
+
 void mpm_fs_release(struct mpm_fs *fs)
 {
 	mpm_free(fs->used);
 	mpm_free(fs->links);
 	mpm_free(fs->dead_vec.v);
 	mpm_free(fs->recs.v);
+	mpm_free(fs->keep.v);
 	mpm_free(fs->kind);
 	fs->kind = NULL;
+	fs->keep = (struct mpm_vec){ 0 };
 	fs->recs = (struct mpm_vec){ 0 };
 	fs->used = NULL;
 	fs->links = NULL;

@@ -33,6 +33,7 @@ struct mpm_stats {
 	__u64 lowered;		/* trees lowered to the order they need */
 	__u64 poisonings;	/* failed pages' leaves marked or cleared */
 	__u64 splits;		/* 2 MiB leaves split for a punch or EOF */
+	__u64 kept;		/* orphans kept for a reader's lease (@keep) */
 	/*
 	 * Violated invariants (damage): a mount refuses the device, unchanged;
 	 * only `morsel fsck -y` (@fix) removes them.
@@ -69,6 +70,9 @@ struct mpm_stats {
  *            page reachable after the walk; freed by mpm_fs_release().
  * @max_ino:  out: the highest allocated inode number.
  * @st:       out: see struct mpm_stats.
+ * @keep:     in: inode numbers (ascending) whose orphans stay, with their
+ *            trees: deleted sealed files a reader host of a shared pool
+ *            may still map (pm_share.c).  Empty for fsck.
  * @priv:     for the environment (the tools: the pages they mapped, which
  *            a file system smaller than its device leaves beyond
  *            @nr_pages after the walk).
@@ -83,6 +87,7 @@ struct mpm_fs {
 	__u64 *used;
 	__u64 max_ino;
 	struct mpm_stats st;
+	struct mpm_vec { __u64 *v, n, cap; } keep;
 	void *priv;
 	/* private to pm_check.c */
 	__u64 base;
@@ -94,7 +99,7 @@ struct mpm_fs {
 	bool in_bad;		/* ... the bad-page tree */
 	__u64 leading;		/* its data pages from offset 0 on, so far */
 	__u8 *kind;		/* per page: what pass 1 reached it as (MPM_K_*) */
-	struct mpm_vec { __u64 *v, n, cap; } recs;	/* record pages' offsets, ascending */
+	struct mpm_vec recs;	/* record pages' offsets, ascending */
 	__u32 *links;		/* per slot of mpm_ino_slot() */
 	struct mpm_vec dead_vec;
 };
@@ -116,6 +121,12 @@ void mpm_report(struct mpm_fs *fs, enum mpm_kind kind, const char *fmt, ...);
  */
 int mpm_walk(struct mpm_fs *fs);
 void mpm_fs_release(struct mpm_fs *fs);
+/*
+ * A reader's look at a shared pool another host writes: the super block's
+ * checks and its base, no walk and no store.  -EBUSY while a relocation
+ * is under way.
+ */
+int mpm_open_shared(struct mpm_fs *fs);
 
 /* Helpers for the environment (and the module's mount). */
 struct mpm_inode *mpm_inode(struct mpm_fs *fs, __u64 ino);

@@ -134,7 +134,14 @@ struct mpm_super {
 	 * page, which recovery turns into MPM_POISON.
 	 */
 	__u64 badtree;
-	__u64 reserved[19];
+	/*
+	 * Shared pools (issue 25): 0, or the leaf entry of the pool page
+	 * (struct mpm_pool_slot[MPM_POOL_SLOTS]): the writer's claim and the
+	 * readers' leases.  The word was reserved (always 0) before; a module
+	 * from before it would take the page for a free one.
+	 */
+	__u64 pool;
+	__u64 reserved[18];
 	struct mpm_device dev[MPM_MAX_DEVICES];
 };
 
@@ -209,6 +216,37 @@ static inline __u64 mpm_resv_end(__u64 resv)
 #define MPM_FL_HUGE_SHIFT	32
 #define MPM_FL_HUGE_MASK	(7ULL << MPM_FL_HUGE_SHIFT)
 #define MPM_FL_HUGE_MAX		4ULL	/* MORSEL_HUGE_ADVISE + 1 */
+/*
+ * Shared pools: a regular file sealed by MORSEL_IOC_SEAL (one store of
+ * @flags, with MPM_FL_IMMUTABLE, after every store of its tree): only
+ * sealed files are visible to reader mounts, and a sealed file never
+ * changes again.  MPM_FL_DYING: a sealed file deleted while readers held
+ * leases on it, stored before the publisher reads the leases; its record
+ * and tree stay (an orphan a mount keeps while a lease names it) until
+ * no live reader holds a lease.
+ */
+#define MPM_FL_SEALED		_BITULL(36)
+#define MPM_FL_DYING		_BITULL(37)
+
+/*
+ * The pool page: MPM_POOL_SLOTS slots of 512 bytes.  Slot 0 is the
+ * writer's claim, the others one reader mount each.  @owner is a random
+ * non-zero number the mount chose (0: free), @beat a counter its owner
+ * advances four times per lease period; a slot whose counter stops for a
+ * lease period belongs to a dead host.  A reader's @lease words hold the
+ * numbers of the inodes it has open (0: free), each stored before the
+ * reader checks the file is still sealed and not dying; docs/design.md
+ * gives the rules.
+ */
+#define MPM_POOL_SLOTS		8
+#define MPM_POOL_LEASES		60
+
+struct mpm_pool_slot {
+	__u64 owner;
+	__u64 beat;
+	__u64 reserved[2];
+	__u64 lease[MPM_POOL_LEASES];
+};
 
 /*
  * Extended attributes: an inode's @xattr is 0 or a leaf entry (as for a

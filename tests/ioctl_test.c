@@ -21,6 +21,9 @@
  *   before the read or the zeroing reached them), the source's end, a
  *   mapper that sees it, order 0, racing faults, a clone's range; bad
  *   input; EOPNOTSUPP on a persistent instance.
+ * - SEAL: refused while a shared mapping may write; then the holes are
+ *   populated, the bytes kept, and every change of contents is EPERM
+ *   while reading, mapping read-only, chmod and unlink go on; bad input.
  * - tools/morsel create, stat, populate, evict and bind.
  *
  * Runs in the VM (vm/run; tests/run-all) as root, from the repository
@@ -42,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1160,6 +1164,85 @@ out:
 	close(fd);
 	unlink("/tmp/ioctl_test_fillb");
 	unlink(mpath("fillb"));
+}
+
+/* ---- SEAL ---- */
+
+TEST(seal_makes_the_contents_final)
+{
+	const uint64_t size = 2 * MiB + 3 * PG;
+	int fd = fresh(mpath("seal"), size), ro, other = fresh(mpath("sealo"), PG);
+	char *w, *r, buf[PG];
+	uint64_t i;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, other);
+	memset(buf, 'S', sizeof(buf));
+	ASSERT_EQ((ssize_t)PG, pwrite(fd, buf, PG, MiB));
+	/* A shared mapping that may write: EBUSY, until it goes. */
+	w = map(_metadata, fd, size, PROT_READ);
+	ASSERT_EQ(-EBUSY, morsel_seal(fd));
+	munmap(w, size);
+	ASSERT_EQ(0, morsel_seal(fd));
+	ASSERT_EQ(0, morsel_seal(fd));		/* sealed already */
+	/* Every page below the size is there. */
+	ASSERT_EQ(size / PG, st(_metadata, fd).pages);
+	ASSERT_ERRNO(EPERM, pwrite(fd, buf, 1, 0));
+	ASSERT_ERRNO(EPERM, ftruncate(fd, PG));
+	ASSERT_ERRNO(EPERM, ftruncate(fd, 2 * size));
+	ASSERT_ERRNO(EPERM, fallocate(fd, 0, 0, 2 * size));
+	ASSERT_ERRNO(EPERM, fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PG));
+	ASSERT_EQ(-EPERM, morsel_populate(fd, 0, PG));
+	ASSERT_EQ(-EPERM, morsel_evict(fd, 0, PG));
+	if (!mnt_is_persistent())
+		ASSERT_EQ(-EPERM, morsel_clone(other, fd));
+	/* Through a descriptor that may write, not even read-only. */
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0));
+	ASSERT_EQ(EPERM, errno);
+	ro = morsel_open(mpath("seal"), O_RDONLY);
+	ASSERT_LE(0, ro);
+	r = map(_metadata, ro, size, PROT_READ);
+	for (i = 0; i < size && r[i] == (i >= MiB && i < MiB + PG ? 'S' : 0); i++)
+		;
+	ASSERT_EQ(size, i);
+	ASSERT_ERRNO(EACCES, mprotect(r, size, PROT_READ | PROT_WRITE));
+	munmap(r, size);
+	/* Private mappings copy as ever. */
+	r = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, ro, 0);
+	ASSERT_NE(MAP_FAILED, r);
+	r[0] = 'P';
+	munmap(r, PG);
+	ASSERT_EQ(1, pread(ro, buf, 1, 0));
+	ASSERT_EQ(0, buf[0]);
+	/* Its attributes and its name are not its contents. */
+	ASSERT_EQ(0, fchmod(fd, 0600));
+	close(ro);
+	close(fd);
+	close(other);
+	ASSERT_EQ(0, unlink(mpath("seal")));
+	unlink(mpath("sealo"));
+}
+
+TEST(seal_bad_input)
+{
+	int fd = fresh(mpath("sealb"), PG), ro, dir, flags = FS_APPEND_FL;
+
+	ASSERT_LE(0, fd);
+	ro = morsel_open(mpath("sealb"), O_RDONLY);
+	ASSERT_LE(0, ro);
+	ASSERT_EQ(-EBADF, morsel_seal(ro));
+	dir = open(getenv("MORSEL_MNT"), O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, dir);
+	ASSERT_EQ(-ENOTTY, morsel_seal(dir));
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	ASSERT_EQ(-EPERM, morsel_seal(fd));
+	flags = 0;
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	ASSERT_EQ(0, morsel_seal(fd));
+	close(dir);
+	close(ro);
+	close(fd);
+	unlink(mpath("sealb"));
 }
 
 TEST_HARNESS_MAIN

@@ -40,6 +40,9 @@ static void usage(void)
 		"       morsel accessed [--clear] PATH   pages accessed through shared mappings\n"
 		"                                        since populated or cleared, of all\n"
 		"                                        populated, on each node\n"
+		"       morsel seal PATH                 make its contents final (populated,\n"
+		"                                        never written again): what a shared\n"
+		"                                        pool's readers may see\n"
 		"       morsel bind PATH ADDR            map the morsel at ADDR from now on\n"
 		"       morsel clone SRC DST             DST shares SRC's pages copy-on-write\n"
 		"                                        (cp --reflink=always; one instance)\n"
@@ -437,6 +440,24 @@ static int cmd_range(const char *cmd, const char *path, const char *off,
 	return 0;
 }
 
+static int cmd_seal(const char *path)
+{
+	int fd, err;
+
+	fd = morsel_open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "morsel: %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	err = morsel_seal(fd);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "morsel: seal %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_bind(const char *path, const char *addr)
 {
 	uint64_t a;
@@ -754,6 +775,8 @@ int main(int argc, char **argv)
 		return cmd_mpol(argv[2], argc == 4 ? argv[3] : NULL);
 	if (!strcmp(argv[1], "bind") && argc == 4)
 		return cmd_bind(argv[2], argv[3]);
+	if (!strcmp(argv[1], "seal") && argc == 3)
+		return cmd_seal(argv[2]);
 	if (!strcmp(argv[1], "clone") && argc == 4)
 		return cmd_clone(argv[2], argv[3]);
 	if (!strcmp(argv[1], "stat")) {

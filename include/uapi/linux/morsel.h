@@ -410,4 +410,19 @@ struct morsel_fill {
 
 #define MORSEL_IOC_FILL		_IOWR(MORSEL_IOC_MAGIC, 0x0f, struct morsel_fill)
 
+/*
+ * MORSEL_IOC_SEAL (no argument): make the file's contents final, for good.
+ * Populates every page below the size (a hole would have to be filled
+ * later, by whoever reads it), then its data, size and tree never change
+ * again: write, truncate, fallocate, clones into it and every ioctl that
+ * changes it fail with EPERM, and so does a new shared mapping that may
+ * write (a descriptor opened for writing before the seal cannot map it
+ * shared at all: open it again read-only).  Fails with EBUSY while such a
+ * mapping exists.  Needs the file open for writing; sealing a sealed file
+ * succeeds.  The name can still be removed.  On a persistent instance the
+ * seal is one store, after every store of the contents: a shared pool's
+ * readers see only sealed files (docs/design.md, issue 25).
+ */
+#define MORSEL_IOC_SEAL		_IO(MORSEL_IOC_MAGIC, 0x10)
+
 #endif /* _UAPI_LINUX_MORSEL_H */
