@@ -33,7 +33,9 @@
  *     S_{i-1} or S_i, where op i made record k, or S_i with the
  *     reservations of S_{i-1} (a shrinking truncate cuts a reservation
  *     after it stores the size: with_old_resv()), or S_{i-1} with
- *     2 MiB leaves split (a split changes no byte: without_huge()).
+ *     2 MiB leaves split (a split changes no byte: without_huge()), or
+ *     S_{i-1} with a different number of pages and the same bytes (a
+ *     seal populates the holes, zeros, before its commit store).
  * The fixture `move` does the same for a mount that relocates every entry
  * (the device moved to another physical address, made offline by the
  * user-space walk): every prefix of its stores, recovered for the real
@@ -426,6 +428,21 @@ static int put_4m(const char *name, __u64 mode, int seed)
 static int setup_f_2_leaves(void) { return put_4m("f", MORSEL_HUGE_ALWAYS, 30); }
 static int setup_f_1024_pages(void) { return put_4m("f", MORSEL_HUGE_NEVER, 31); }
 static int setup_f_4m_holes(void) { return put("f", 0, 0) ?: truncate(P("f"), 4 * MiB); }
+/*
+ * MORSEL_IOC_SEAL, the publish of a shared pool (issue 25): the holes
+ * populated, then the seal, one store after every store of the contents.
+ */
+static int op_seal_f(void)
+{
+	int fd = open(P("f"), O_RDWR | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	err = ioctl(fd, MORSEL_IOC_SEAL);
+	close(fd);
+	return err;
+}
+
 static int setup_f_4m_holes_always(void)
 {
 	return setup_f_4m_holes() ?: huge_mode("f", MORSEL_HUGE_ALWAYS);
@@ -1377,21 +1394,26 @@ static char *with_old_resv(const char *after, const char *before)
  * @d without its " huge=N" fields: a split of a 2 MiB leaf changes no
  * byte and no page of a file, only how many leaves map them.
  */
-static char *without_huge(const char *d)
+static char *without(const char *d, const char *key)
 {
 	char *out = strdup(d), *o = out;
 	const char *h;
 
 	if (!out)
 		abort();
-	while ((h = strstr(d, " huge="))) {
+	while ((h = strstr(d, key))) {
 		memcpy(o, d, h - d);
 		o += h - d;
-		d = h + strlen(" huge=");
+		d = h + strlen(key);
 		d += strspn(d, "0123456789");
 	}
 	strcpy(o, d);
 	return out;
+}
+
+static char *without_huge(const char *d)
+{
+	return without(d, " huge=");
 }
 
 /*
@@ -1413,11 +1435,15 @@ static int judge(struct run *r, int k, char **got, char *why, size_t whylen)
 	if (op) {
 		char *alt = with_old_resv(r->s[op], r->s[op - 1]);
 		char *split = without_huge(d), *before = without_huge(r->s[op - 1]);
-		bool same = !strcmp(d, alt) || !strcmp(split, before);
+		char *filled = without(d, " pages="), *holes = without(r->s[op - 1], " pages=");
+		bool same = !strcmp(d, alt) || !strcmp(split, before) ||
+			    !strcmp(filled, holes);
 
 		free(alt);
 		free(split);
 		free(before);
+		free(filled);
+		free(holes);
 		if (same)
 			return 0;
 	}
@@ -1634,6 +1660,8 @@ WORKLOAD(memory_error_then_punch, setup_f_16_pages, 2,
 WORKLOAD(chmod, setup_f_1k, 1, { op_chmod_f });
 WORKLOAD(chown, setup_f_1k, 1, { op_chown_f });
 WORKLOAD(chattr, setup_f_1k, 1, { op_chattr_f });
+WORKLOAD(seal_full, setup_f_12k, 1, { op_seal_f });
+WORKLOAD(seal_with_holes, setup_f_4m_holes, 1, { op_seal_f });
 WORKLOAD(set_min_order_2, setup_f_4k, 1, { op_min_order_f_2 });
 WORKLOAD(bind_unmapped, setup_f_4k, 1, { op_bind_f });
 WORKLOAD(populate_by_read_faults, setup_f_3_holes, 3,

@@ -27,6 +27,10 @@ the rules checked here:
                                   blocking the deletion one lease period
                                   after its heartbeat stops
   fsck_after                      morsel fsck finds the pool clean
+  pool_bad_options                -o pool without pmem= and a read-only
+                                  -o pool mount of a device without a pool
+                                  are EINVAL; a reader's remount
+                                  read-write is EINVAL
 
 Every wait is for a condition (a file in $MORSEL_RENDEZVOUS, free space),
 with a deadline, never a fixed delay.  Prints "ok NAME" / "FAILED NAME: why".
@@ -162,9 +166,30 @@ def errno_of(fn):
     return 0
 
 
+def mount_errno(opts, flags=0, source=b"none"):
+    """mount(2) itself (mount(8) words its errors its own way): 0 or errno."""
+    os.makedirs(MNT, exist_ok=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    r = libc.mount(source, MNT.encode(), b"morselfs", flags, opts.encode())
+    e = ctypes.get_errno()
+    if not r:
+        subprocess.run(["umount", MNT])
+    return e if r else 0
+
+
+MS_RDONLY, MS_REMOUNT = 1, 32
+
+
 def publisher():
     subprocess.run([MORSEL, "mkfs", "-f", DEV], check=True, capture_output=True)
     set_lease()
+    e1 = mount_errno("pool")
+    e2 = mount_errno("pmem=%s,pool" % DEV, MS_RDONLY)
+    if e1 == e2 == errno.EINVAL:
+        ok("pool_bad_options")
+    else:
+        bad("pool_bad_options", "pool alone: %s, read-only without a pool: %s"
+            % (errno.errorcode.get(e1, e1), errno.errorcode.get(e2, e2)))
     mount("pmem=%s,pool" % DEV)
     publish("a", b"a")
     publish("c", b"c")
@@ -232,19 +257,19 @@ def reader():
         return
     set_lease()
     # writer_claim_is_exclusive: before the reader mount (one instance per device)
-    # (mount(2) itself: mount(8) words every EBUSY as "already mounted")
-    os.makedirs(MNT, exist_ok=True)
-    libc = ctypes.CDLL(None, use_errno=True)
-    r = libc.mount(b"none", MNT.encode(), b"morselfs", 0,
-                   ("pmem=" + DEV).encode())
-    e = ctypes.get_errno()
-    if r and e == errno.EBUSY:
+    e = mount_errno("pmem=" + DEV)
+    if e == errno.EBUSY:
         ok("writer_claim_is_exclusive")
     else:
-        if not r:
-            subprocess.run(["umount", MNT])
-        bad("writer_claim_is_exclusive", "mount: %d, %s" % (r, errno.errorcode.get(e, e)))
+        bad("writer_claim_is_exclusive", "mount: %s" % errno.errorcode.get(e, e))
     mount("ro,pmem=%s" % DEV)
+    libc = ctypes.CDLL(None, use_errno=True)
+    r = libc.mount(b"none", MNT.encode(), b"morselfs", MS_REMOUNT, b"")
+    e = ctypes.get_errno()
+    if r and e == errno.EINVAL:
+        ok("pool_bad_options")
+    else:
+        bad("pool_bad_options", "remount read-write: %d %s" % (r, errno.errorcode.get(e, e)))
 
     names = sorted(os.listdir(MNT))
     e = errno_of(lambda: os.open(os.path.join(MNT, "u"), os.O_RDONLY))
