@@ -61,7 +61,7 @@ struct morsel_share {
 	struct mpm_pool_slot *mine;
 	bool reader;
 	struct delayed_work work;
-	struct mutex lock;
+	struct mutex lock;			/* the rest, the heartbeat */
 	unsigned int refs[MPM_POOL_LEASES];	/* reader: opens per lease */
 	struct {				/* publisher: each slot as seen */
 		u64 owner, beat;
@@ -384,10 +384,10 @@ static bool read_entry(struct mpm_dirent *de, u64 *word, char *name)
 
 	if (!w || !len || len > MPM_NAME_MAX)
 		return false;
-	smp_rmb();
+	smp_rmb();	/* the word before the name it commits */
 	memcpy(name, de->name, len);
 	name[len] = 0;
-	smp_rmb();
+	smp_rmb();	/* the name before the word read again */
 	if (READ_ONCE(de->word) != w)
 		return false;
 	*word = w;
