@@ -100,8 +100,8 @@ lib/libmorsel.so: lib/libmorsel.so.$(SOMAJOR)
 	ln -sf $(notdir $<) $@
 
 # The file-cache daemon (issue 10).
-cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/pressure.c cached/cached.h lib/parse_size.c lib/cache_proto.h $(LIB)
-	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c cached/pressure.c lib/parse_size.c $(LIB) $(LDLIBS)
+cached/morsel-cached: cached/morsel-cached.c cached/index.c cached/pressure.c cached/pool.c cached/cached.h lib/parse_size.c lib/cache_proto.h $(LIB)
+	$(CC) $(CFLAGS) -o $@ cached/morsel-cached.c cached/index.c cached/pressure.c cached/pool.c lib/parse_size.c $(LIB) $(LDLIBS)
 
 # The persistent format's checker (module/pm_check.c) is built into user
 # space unchanged, with tools/pm.c as its environment.

@@ -57,6 +57,21 @@ int index_get(int srcfd, const struct peer *who,
 	      struct morsel_cache_reply *rep, void **sent);
 void index_sent(void *sent);
 /*
+ * Fill the morsel @fd (resized to @size) from @src in parallel, around the
+ * page cache where the source allows (*@direct).  0 or -errno.
+ */
+int index_fill(int fd, int src, uint64_t size, int *direct);
+
+/*
+ * The shared pool (pool.c, --pool DIR): pool_init() once before serving;
+ * pool_get() returns a read-only fd of @src's pool file, loading it into
+ * the pool on the publisher (*@loaded), or -errno (-ENOENT: not in a
+ * reader's pool: the local cache serves).
+ */
+int pool_init(const char *dir, uint64_t wait_ms);
+int pool_on(void);
+int pool_get(int src, struct morsel_cache_reply *rep, int *loaded);
+/*
  * Memory pressure (pressure.c): evict least recently used files that
  * nothing holds until @need bytes are freed or none is left; returns the
  * bytes freed, *@n the files evicted.

@@ -758,38 +758,21 @@ static int direct_fd(int src)
 	return fd < 0 ? -errno : fd;
 }
 
-/*
- * Build the morsel of @e from @src (no lock held): an O_TMPFILE, filled in
- * parallel by cfg.load_threads workers (fill_worker) that each fill their
- * part with O_DIRECT where the source allows (else through the page
- * cache), given its key, linked in under e->name once complete and
- * unchanged.  *@bytes: its pages and tables; *@direct: whether
- * the page cache was bypassed.  0 or -errno.
- */
-static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
+int index_fill(int fd, int src, uint64_t size, int *direct)
 {
-	uint64_t size = e->id.size, len = (size + PAGE - 1) & ~(PAGE - 1);
+	uint64_t len = (size + PAGE - 1) & ~(PAGE - 1);
 	pthread_t tids[MAX_LOAD_THREADS];
-	struct timespec times[2];
 	struct fill f;
-	struct record rec;
-	struct statx stx;
-	struct ident now;
-	char proc[64];
 	size_t extent;
-	int fd, dfd, err = 0, tries, i, nt, started = 0;
+	int dfd, err, i, nt, started = 0;
 	char *p;
 
-	/* 0600 until the key is set: a user xattr needs write permission. */
-	fd = openat(dirfd_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
 	err = morsel_resize(fd, size);
 	if (!err)
 		err = morsel_map(fd, NULL, PROT_READ | PROT_WRITE, 0,
 				 (void **)&p, &extent);
 	if (err)
-		goto out;
+		return err;
 	/*
 	 * No posix_fadvise: the advice would be on the client's open file
 	 * description (review 2026-11b L9).  O_DIRECT instead: the page
@@ -815,10 +798,32 @@ static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
 	fill_worker(&f);
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
-	err = f.err;
 	if (dfd >= 0 && dfd != src)
 		close(dfd);
 	munmap(p, extent);
+	return f.err;
+}
+
+/*
+ * Build the morsel of @e from @src (no lock held): an O_TMPFILE, filled
+ * (index_fill), given its key, linked in under e->name once complete and
+ * unchanged.  *@bytes: its pages and tables; *@direct: whether the page
+ * cache was bypassed.  0 or -errno.
+ */
+static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
+{
+	struct timespec times[2];
+	struct record rec;
+	struct statx stx;
+	struct ident now;
+	char proc[64];
+	int fd, err, tries;
+
+	/* 0600 until the key is set: a user xattr needs write permission. */
+	fd = openat(dirfd_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = index_fill(fd, src, e->id.size, direct);
 	if (err)
 		goto out;
 	err = key_of(src, &now, &stx);
@@ -936,6 +941,21 @@ int index_get(int src, const struct peer *who, struct morsel_cache_reply *rep,
 	if (order < 0) {
 		err = order;
 		goto refuse_unlocked;
+	}
+	/* One copy for every host: the shared pool first (pool.c). */
+	if (pool_on()) {
+		int loaded;
+
+		fd = pool_get(src, rep, &loaded);
+		if (fd >= 0) {
+			pthread_mutex_lock(&lock);
+			loaded ? loads++ : hits++;
+			pthread_mutex_unlock(&lock);
+			*sent = NULL;
+			return fd;
+		}
+		if (fd != -ENOENT)
+			log_msg("pool: %s; the local cache serves it", strerror(-fd));
 	}
 	pthread_mutex_lock(&lock);
 again:
@@ -1088,6 +1108,8 @@ void index_sent(void *sent)
 {
 	struct entry *e = sent;
 
+	if (!e)		/* a pool file (pool.c) */
+		return;
 	pthread_mutex_lock(&lock);
 	e->refs--;
 	if (e->where == NOWHERE && !e->refs)

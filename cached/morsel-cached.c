@@ -92,7 +92,8 @@ static void usage(int status)
 		"                     [--max-age TIME] [--idle-timeout TIME]\n"
 		"                     [--max-user-conns N] [--refuse-fs TYPE]...\n"
 		"                     [--load-threads N] [--pressure STALL/WINDOW|off]\n"
-		"                     [--pressure-free SIZE|N%%] [--ready-fd N] [-v]\n"
+		"                     [--pressure-free SIZE|N%%] [--pool DIR]\n"
+		"                     [--pool-wait TIME] [--ready-fd N] [-v]\n"
 		"  --socket PATH       listen here (default %s)\n"
 		"  --dir DIR           the cache, a directory on morselfs (default %s)\n"
 		"  --budget SIZE       memory for cached files, pages and tables\n"
@@ -115,6 +116,12 @@ static void usage(int status)
 		"  --pressure-free SIZE|N%%  ... until this much memory is available,\n"
 		"                      on the machine and in each memory cgroup\n"
 		"                      around the daemon (default 10%%)\n"
+		"  --pool DIR          a shared pool's morselfs (mount -o pool): files\n"
+		"                      are served from it, and loaded into it where it\n"
+		"                      is mounted read-write (the publisher)\n"
+		"  --pool-wait TIME    on a read-only pool, wait this long for the\n"
+		"                      publisher's load before loading locally\n"
+		"                      (suffixes s m h d; default 0)\n"
 		"  --ready-fd N        write one byte to fd N once listening, close it\n"
 		"  -v, --verbose       log every request\n",
 		MORSEL_CACHED_SOCKET, MORSEL_CACHED_DIR);
@@ -650,11 +657,15 @@ int main(int argc, char **argv)
 		{ "load-threads", required_argument, NULL, 't' },
 		{ "pressure", required_argument, NULL, 'p' },
 		{ "pressure-free", required_argument, NULL, 'F' },
+		{ "pool", required_argument, NULL, 'P' },
+		{ "pool-wait", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock_path = MORSEL_CACHED_SOCKET, *dir = MORSEL_CACHED_DIR;
+	const char *pool = NULL;
+	uint64_t pool_wait = 0;
 	struct cache_config cfg = {
 		.min_size = 4096, .max_age = 86400,
 		.refuse_fs = { FUSE_MAGIC }, .n_refuse_fs = 1,
@@ -700,6 +711,16 @@ int main(int argc, char **argv)
 		case 'm':
 			if (morsel_cache_parse_size(optarg, &cfg.min_size)) {
 				fprintf(stderr, "morsel-cached: bad --min-size %s\n",
+					optarg);
+				usage(2);
+			}
+			break;
+		case 'P':
+			pool = optarg;
+			break;
+		case 'W':
+			if (parse_time(optarg, &pool_wait)) {
+				fprintf(stderr, "morsel-cached: bad --pool-wait %s\n",
 					optarg);
 				usage(2);
 			}
@@ -814,6 +835,11 @@ int main(int argc, char **argv)
 	err = index_init(dfd, &cfg);
 	if (err) {
 		log_msg("%s: %s", dir, strerror(-err));
+		return 1;
+	}
+	err = pool ? pool_init(pool, pool_wait * 1000) : 0;
+	if (err) {
+		log_msg("--pool %s: %s (a morselfs pool mount)", pool, strerror(-err));
 		return 1;
 	}
 	ls = listen_on(sock_path, &bound);

@@ -26,6 +26,14 @@ the rules checked here:
                                   (it reboots without unmounting) stops
                                   blocking the deletion one lease period
                                   after its heartbeat stops
+  cache_serves_every_host_from_one_load  every guest's morsel-cached runs
+                                  with --pool; a client on each asks for
+                                  the same file (on the shared 9p
+                                  directory) at once: the publisher's
+                                  daemon loads it into the pool once, the
+                                  readers' daemons wait for it and serve
+                                  it (loads 0, hits 1), every client reads
+                                  the file's bytes
   fsck_after                      morsel fsck finds the pool clean
   pool_bad_options                -o pool without pmem= and a read-only
                                   -o pool mount of a device without a pool
@@ -45,6 +53,12 @@ import struct
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "python"))
+os.environ.setdefault("MORSEL_LIBRARY", os.path.join(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))), "lib", "libmorsel.so.1"))
+import morsel  # noqa: E402  (the repository's package, found above)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MORSEL = os.path.join(REPO, "tools", "morsel")
@@ -180,6 +194,45 @@ def mount_errno(opts, flags=0, source=b"none"):
 MS_RDONLY, MS_REMOUNT = 1, 32
 
 
+CACHE_SRC = os.path.join(RDV, "model.bin")
+CACHED = os.path.join(REPO, "cached", "morsel-cached")
+
+
+def cache_phase():
+    """Every guest: a daemon with --pool, one client, at the same moment."""
+    sock = "/tmp/pool-cached.sock"
+    log = open("/tmp/pool-cached.log", "w")
+    d = subprocess.Popen([CACHED, "--socket", sock, "--dir", "/tmp/morsel/cache",
+                          "--pool", MNT, "--pool-wait", "120s", "-v"],
+                         stdout=log, stderr=subprocess.STDOUT)
+    try:
+        if not wait_for(lambda: os.path.exists(sock)):
+            bad("cache_serves_every_host_from_one_load", "the daemon did not start")
+            return
+        signal("cache_ready.%d" % ME)
+        if not wait_for(lambda: all(signalled("cache_ready.%d" % i) for i in range(N))):
+            bad("cache_serves_every_host_from_one_load", "not every daemon started")
+            return
+        f = morsel.cache_map(CACHE_SRC, socket=sock)
+        got = ctypes.string_at(f.address, SIZE)
+        st = morsel.cache_stats(socket=sock)
+        want = (1, 0) if ME == 0 else (0, 1)
+        pool_files = [n for n in os.listdir(MNT) if n.startswith("p.")]
+        if got == content(b"model") and (st.loads, st.hits) == want and len(pool_files) == 1:
+            ok("cache_serves_every_host_from_one_load")
+        else:
+            bad("cache_serves_every_host_from_one_load",
+                "bytes %s, loads %d hits %d (want %s), pool files %s"
+                % ("equal" if got == content(b"model") else "differ",
+                   st.loads, st.hits, want, pool_files))
+        f.close()
+    finally:
+        d.terminate()
+        d.wait()
+        log.close()
+    signal("cache_done.%d" % ME)
+
+
 def publisher():
     subprocess.run([MORSEL, "mkfs", "-f", DEV], check=True, capture_output=True)
     set_lease()
@@ -193,6 +246,8 @@ def publisher():
     mount("pmem=%s,pool" % DEV)
     publish("a", b"a")
     publish("c", b"c")
+    with open(CACHE_SRC, "wb") as f:
+        f.write(content(b"model"))
     with open(os.path.join(MNT, "u"), "wb") as f:
         f.write(content(b"u"))
     with open(os.path.join(RDV, "pfn"), "w") as f:
@@ -234,6 +289,9 @@ def publisher():
         bad("deletion_waits_for_the_lease", "kept while mapped: %s, freed after: %s (%d -> %d)"
             % (kept, freed, before, free_pages()))
 
+    cache_phase()
+    if not wait_for(lambda: all_readers("cache_done")):
+        bad("cache_serves_every_host_from_one_load", "the readers did not finish")
     if not wait_for(lambda: all_readers("holding")):
         bad("dead_readers_leases_expire", "the readers did not open c")
         return
@@ -310,6 +368,8 @@ def reader():
     m.close()
     os.close(fd)
     signal("closed.%d" % ME)
+
+    cache_phase()
 
     # dead_readers_leases_expire: a child holds c mapped while this script
     # ends and vm/init reboots the guest without unmounting (reboot -f):
