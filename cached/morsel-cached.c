@@ -832,14 +832,15 @@ int main(int argc, char **argv)
 	cfg.user_budget = user_budget ? user_budget : budget / 2;
 	if (cfg.user_budget > budget)
 		cfg.user_budget = budget;
-	err = index_init(dfd, &cfg);
-	if (err) {
-		log_msg("%s: %s", dir, strerror(-err));
-		return 1;
-	}
+	/* Before the cache directory is taken over. */
 	err = pool ? pool_init(pool, pool_wait * 1000) : 0;
 	if (err) {
 		log_msg("--pool %s: %s (a morselfs pool mount)", pool, strerror(-err));
+		return 1;
+	}
+	err = index_init(dfd, &cfg);
+	if (err) {
+		log_msg("%s: %s", dir, strerror(-err));
 		return 1;
 	}
 	ls = listen_on(sock_path, &bound);

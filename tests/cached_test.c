@@ -1003,11 +1003,14 @@ TEST_F(cached, bad_options)
 		{ "--pressure-free", "0%", NULL },
 		{ "--pressure-free", "100%", NULL },
 		{ "--pressure-free", "0", NULL },
+		{ "--pool-wait", "soon", NULL },
 		{ "extra", NULL },
 	};
 	const char *notfs[] = { "--dir", "/tmp", "--socket", "/tmp/cached_test_x",
 				NULL };
 	const char *twice[] = { "--dir", self->dir, "--socket", self->sock, NULL };
+	const char *notpool[] = { "--dir", self->dir, "--socket", "/tmp/cached_test_y",
+				  "--pool", "/tmp", NULL };
 	const char *help[] = { "--help", NULL };
 	unsigned int i;
 	int status;
@@ -1021,6 +1024,10 @@ TEST_F(cached, bad_options)
 	ASSERT_EQ(0, run_daemon(self->log, notfs, 0, &status));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 	EXPECT_EQ(-1, access("/tmp/cached_test_x", F_OK));
+	/* --pool not on morselfs (docs/errors.md C29): before the directory. */
+	ASSERT_EQ(0, run_daemon(self->log, notpool, 0, &status));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	EXPECT_EQ(-1, access("/tmp/cached_test_y", F_OK));
 	ASSERT_EQ(0, run_daemon(self->log, twice, 0, &status));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 	EXPECT_EQ(0, stats(self).loads);	/* the first one still serves */
