@@ -21,7 +21,10 @@ the rules checked here:
   deletion_waits_for_the_lease    the publisher deletes a file a reader
                                   maps: its name goes at once, its pages
                                   stay (free space) and keep their bytes
-                                  until the reader closes it
+                                  until the reader closes it, also across
+                                  the publisher's unmount and mount (the
+                                  mount keeps a leased orphan: what it
+                                  does after a publisher crash too)
   dead_readers_leases_expire      a reader host that dies holding a lease
                                   (it reboots without unmounting) stops
                                   blocking the deletion one lease period
@@ -276,6 +279,9 @@ def publisher():
     before = free_pages()
     os.unlink(os.path.join(MNT, "a"))
     kept = free_pages() <= before
+    subprocess.run(["umount", MNT], check=True)
+    mount("pmem=%s,pool" % DEV)
+    kept = kept and free_pages() <= before
     publish("b", b"b")
     before = free_pages()
     signal("deleted")
