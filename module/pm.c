@@ -1287,11 +1287,15 @@ static struct mpm_pool_slot *pm_pool_slots(struct morsel_pm *pm)
 {
 	struct mpm_super *s = mpm_super(&pm->fs);
 	u64 pool = READ_ONCE(s->pool) & MPM_E_ADDR, base = READ_ONCE(s->base), page;
+	struct mpm_pool_slot *slots;
 
 	if (READ_ONCE(s->magic) != MPM_MAGIC || !pool || pool < base)
 		return NULL;
 	page = (pool - base) >> PAGE_SHIFT;
-	return page && page < pm->fs.nr_pages ? pm_addr(pm, page) : NULL;
+	if (!page || page >= pm->fs.nr_pages)
+		return NULL;
+	slots = pm_addr(pm, page);
+	return READ_ONCE(slots[0].magic) == MPM_POOL_MAGIC ? slots : NULL;
 }
 
 /*
@@ -1328,6 +1332,9 @@ static int pm_make_pool(struct morsel_pm *pm)
 
 	if (!p)
 		return -ENOSPC;
+	/* The magic, then the word that makes the page the pool's. */
+	morsel_pm_store(pm, &((struct mpm_pool_slot *)pm_addr(pm, p))->magic,
+			MPM_POOL_MAGIC);
 	morsel_pm_store(pm, &mpm_super(&pm->fs)->pool, pm_entry(pm, p, true));
 	return 0;
 }

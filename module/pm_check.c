@@ -1282,11 +1282,19 @@ static void walk_pool(struct mpm_fs *fs)
 {
 	struct mpm_super *sb = mpm_super(fs);
 
+	struct mpm_pool_slot *slots;
+	__u64 page;
+
 	if (!mpm_load(&sb->pool))
 		return;
 	fs->is_dir = false;
 	fs->is_reg = false;
-	walk_entry(fs, &sb->pool, 0, 0, MPM_POOL_INO, 0);
+	page = walk_entry(fs, &sb->pool, 0, 0, MPM_POOL_INO, 0);
+	slots = page ? page_at(fs, page) : NULL;
+	if (slots && mpm_load(&slots[0].magic) != MPM_POOL_MAGIC) {
+		damaged(fs, &sb->pool, 0, "the pool page has no pool magic");
+		unmark(fs, page);
+	}
 }
 
 /*

@@ -240,11 +240,13 @@ static inline __u64 mpm_resv_end(__u64 resv)
  */
 #define MPM_POOL_SLOTS		8
 #define MPM_POOL_LEASES		60
+#define MPM_POOL_MAGIC		0x4c4f4f504c45534dULL	/* "MSELPOOL", slot 0 */
 
 struct mpm_pool_slot {
 	__u64 owner;
 	__u64 beat;
-	__u64 reserved[2];
+	__u64 magic;		/* slot 0: MPM_POOL_MAGIC, stored before @pool */
+	__u64 reserved;
 	__u64 lease[MPM_POOL_LEASES];
 };
 
