@@ -61,6 +61,8 @@ void index_sent(void *sent);
  * page cache where the source allows (*@direct).  0 or -errno.
  */
 int index_fill(int fd, int src, uint64_t size, int *direct);
+/* The same into a new O_TMPFILE (0600) of directory @dir: its fd or -errno. */
+int index_fill_new(int dir, int src, uint64_t size, int *direct);
 
 /*
  * The shared pool (pool.c, --pool DIR): pool_init() once before serving;

@@ -804,6 +804,21 @@ int index_fill(int fd, int src, uint64_t size, int *direct)
 	return f.err;
 }
 
+int index_fill_new(int dir, int src, uint64_t size, int *direct)
+{
+	/* 0600 until the key is set: a user xattr needs write permission. */
+	int fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), err;
+
+	if (fd < 0)
+		return -errno;
+	err = index_fill(fd, src, size, direct);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 /*
  * Build the morsel of @e from @src (no lock held): an O_TMPFILE, filled
  * (index_fill), given its key, linked in under e->name once complete and
@@ -819,13 +834,9 @@ static int load(struct entry *e, int src, uint64_t *bytes, int *direct)
 	char proc[64];
 	int fd, err, tries;
 
-	/* 0600 until the key is set: a user xattr needs write permission. */
-	fd = openat(dirfd_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	fd = index_fill_new(dirfd_, src, e->id.size, direct);
 	if (fd < 0)
-		return -errno;
-	err = index_fill(fd, src, e->id.size, direct);
-	if (err)
-		goto out;
+		return fd;
 	err = key_of(src, &now, &stx);
 	if (err)
 		goto out;

@@ -16,7 +16,7 @@
  * A request looks in the pool first.  Found: the client gets a read-only
  * descriptor of the pool's morsel (a reader's mapping walks the
  * publisher's tree: no load, no copy).  Missing, on the publisher: the
- * file is loaded into an O_TMPFILE of the pool (index_fill), given its
+ * file is loaded into an O_TMPFILE of the pool (index_fill_new), given its
  * key, sealed (MORSEL_IOC_SEAL: readers see only sealed files) and linked
  * in under its name; concurrent requests for the same name wait for that
  * one load.  Missing on a reader: with --pool-wait, it waits that long
@@ -141,13 +141,12 @@ static int publish(int src, const struct stat *st, const char *name,
 	char proc[64];
 	int fd, err, direct;
 
-	fd = openat(pool_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	fd = index_fill_new(pool_fd, src, st->st_size, &direct);
 	if (fd < 0)
-		return -errno;
-	err = index_fill(fd, src, st->st_size, &direct);
-	if (!err && (fstat(src, &now) || now.st_mtim.tv_sec != st->st_mtim.tv_sec ||
-		     now.st_mtim.tv_nsec != st->st_mtim.tv_nsec ||
-		     now.st_size != st->st_size))
+		return fd;
+	err = 0;
+	if (fstat(src, &now) || now.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != st->st_mtim.tv_nsec || now.st_size != st->st_size)
 		err = -ESTALE;
 	if (!err && (fsetxattr(fd, FLEET_XATTR, key, strlen(key), 0) ||
 		     fchmod(fd, 0444)))
