@@ -282,6 +282,7 @@ int morsel_order_for_size(loff_t size);
 struct morsel *morsel_alloc(struct morsel_sb *sbi, struct inode *inode);
 void morsel_destroy(struct morsel *m);
 void morsel_forget(struct morsel *m);
+void morsel_disown_tree(struct morsel *m);
 int morsel_adopt_tree(struct morsel *m);
 struct page *morsel_populate(struct morsel *m, u64 off, int hint);
 int morsel_populate_range(struct morsel *m, u64 start, u64 end, int hint);

@@ -1620,7 +1620,13 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 		u64 huge = (rec->flags & MPM_FL_HUGE_MASK) >> MPM_FL_HUGE_SHIFT;
 
 		m->huge = huge ? huge - 1 : MORSEL_HUGE_INHERIT;
-		m->rootp = &rec->root;
+		/*
+		 * A pool reader's morsel takes the tree only while it holds
+		 * a lease on it, from its first open to its last close
+		 * (pm_share.c): the publisher may free it after that.
+		 */
+		if (!pm->reader)
+			m->rootp = &rec->root;
 		m->min_order = rec->min_order;
 		m->bound = rec->bound;
 		if (rec->root)
@@ -1628,11 +1634,11 @@ static struct inode *pm_iget(struct super_block *sb, u64 ino)
 		else
 			m->order = max3(order, (int)rec->min_order,
 					(int)mpm_order_for_size(mpm_resv_end(rec->resv)));
-		if (morsel_adopt_tree(m)) {
+		if (!pm->reader && morsel_adopt_tree(m)) {
 			iget_failed(inode);
 			return ERR_PTR(-ENOMEM);
 		}
-		if (morsel_resv_load(m, rec->resv) && !pm->reader) {
+		if (!pm->reader && morsel_resv_load(m, rec->resv)) {
 			pr_warn("morselfs: %s: inode %llu: its reservation no longer fits; dropped\n",
 				pm->path, ino);
 			pm_set(pm, &rec->resv, 0);

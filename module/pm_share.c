@@ -22,6 +22,10 @@
  *   or the publisher sees the lease.  A leased file's record and tree
  *   stay (a zombie: an orphan that a mount keeps while a lease names it)
  *   until no live slot holds a lease on it; the heartbeat work frees it.
+ * - A reader's morsel holds its tree (a copy of the root word, its tables
+ *   and pages adopted) only from the first open to the last close, as
+ *   long as the lease: afterwards the publisher may free and reuse the
+ *   pages, so a cached inode must not keep them.
  * - A reader has no allocator and stores nothing but its slot: it looks
  *   names up in the directories' pages on every miss and lists them on
  *   every readdir (no name is cached unchecked: d_revalidate rereads the
@@ -87,33 +91,46 @@ static void store(struct morsel_share *sh, u64 *word, u64 val)
 
 /* ---- claims ---- */
 
-/*
- * Take slot @s if it is free, or if its owner's beat does not move for a
- * lease period and a half (waited here, interruptibly).  Return: 0, or
- * -EBUSY (alive, or another host took it first), -EINTR.
- */
-static int take_slot(struct morsel_share *sh, struct mpm_pool_slot *s, bool wait)
+/* Take slot @s from @owner (0: a free one), clearing a dead owner's leases. */
+static int claim(struct morsel_share *sh, struct mpm_pool_slot *s, u64 owner)
 {
-	u64 owner = READ_ONCE(s->owner), beat = READ_ONCE(s->beat), me = new_owner();
 	int i;
 
-	if (owner) {
-		if (!wait)
-			return -EBUSY;
-		if (msleep_interruptible(jiffies_to_msecs(period() * 3 / 2)))
-			return -EINTR;
-		if (READ_ONCE(s->beat) != beat || READ_ONCE(s->owner) != owner)
-			return -EBUSY;
-	}
-	if (!morsel_pm_cmpxchg(sh->pm, &s->owner, &owner, me))
+	if (!morsel_pm_cmpxchg(sh->pm, &s->owner, &owner, new_owner()))
 		return -EBUSY;
-	/* A dead reader's leases die with it. */
 	for (i = 0; i < MPM_POOL_LEASES; i++)
 		if (READ_ONCE(s->lease[i]))
 			store(sh, &s->lease[i], 0);
 	store(sh, &s->beat, READ_ONCE(s->beat) + 1);
 	sh->mine = s;
 	return 0;
+}
+
+/*
+ * Take one of the @n slots from @first: a free one at once, else one
+ * whose owner's beat did not move while we waited a lease period and a
+ * half (interruptibly).  Return: 0, -EBUSY (every owner alive, or other
+ * hosts took the dead ones first) or -EINTR.
+ */
+static int take_slot(struct morsel_share *sh, int first, int n)
+{
+	u64 owner[MPM_POOL_SLOTS], beat[MPM_POOL_SLOTS];
+	struct mpm_pool_slot *s = sh->slots;
+	int i;
+
+	for (i = first; i < first + n; i++) {
+		owner[i] = READ_ONCE(s[i].owner);
+		beat[i] = READ_ONCE(s[i].beat);
+		if (!owner[i] && !claim(sh, &s[i], 0))
+			return 0;
+	}
+	if (msleep_interruptible(jiffies_to_msecs(period() * 3 / 2)))
+		return -EINTR;
+	for (i = first; i < first + n; i++)
+		if (owner[i] && READ_ONCE(s[i].beat) == beat[i] &&
+		    !claim(sh, &s[i], owner[i]))
+			return 0;
+	return -EBUSY;
 }
 
 static int cmp_ino(const void *a, const void *b)
@@ -170,7 +187,7 @@ struct morsel_share *morsel_share_claim(struct morsel_pm *pm, struct mpm_fs *fs,
 					bool moving)
 {
 	struct morsel_share *sh = kzalloc(sizeof(*sh), GFP_KERNEL);
-	int i, err = -EBUSY;
+	int i, err;
 
 	if (!sh)
 		return ERR_PTR(-ENOMEM);
@@ -181,14 +198,11 @@ struct morsel_share *morsel_share_claim(struct morsel_pm *pm, struct mpm_fs *fs,
 	mutex_init(&sh->lock);
 	INIT_LIST_HEAD(&sh->zombies);
 	if (reader) {
-		for (i = 1; i < MPM_POOL_SLOTS && err; i++)
-			err = take_slot(sh, &slots[i], false);
-		for (i = 1; i < MPM_POOL_SLOTS && err == -EBUSY; i++)
-			err = take_slot(sh, &slots[i], true);
+		err = take_slot(sh, 1, MPM_POOL_SLOTS - 1);
 		if (err == -EBUSY)
 			pr_err("morselfs: every reader slot of the pool is held by a live host\n");
 	} else {
-		err = take_slot(sh, &slots[0], true);
+		err = take_slot(sh, 0, 1);
 		if (err == -EBUSY)
 			pr_err("morselfs: another host holds the pool's writer claim\n");
 		for (i = 1; !err && moving && i < MPM_POOL_SLOTS; i++)
@@ -519,6 +533,31 @@ const struct file_operations morsel_share_dir_fops = {
 
 /* ---- a reader: leases ---- */
 
+/* At the last close (after the last munmap): before the lease goes. */
+static void drop_tree(struct morsel *m)
+{
+	morsel_disown_tree(m);
+	WRITE_ONCE(m->root, 0);
+}
+
+/*
+ * The tree whose root word is @root, for as long as the lease holds: a
+ * copy of the word in the morsel (the record's may change once the lease
+ * is gone), its tables and pages adopted as a mount adopts them.
+ */
+static int take_tree(struct morsel *m, u64 root)
+{
+	int err;
+
+	WRITE_ONCE(m->root, root);
+	if (root)
+		m->order = mpm_root_order(root);
+	err = morsel_adopt_tree(m);
+	if (err)
+		drop_tree(m);
+	return err;
+}
+
 /*
  * Before a reader's open of @inode: lease it (first open), then check it
  * is still the sealed file it looked up.  -ESTALE: deleted meanwhile
@@ -548,13 +587,14 @@ int morsel_share_open(struct inode *inode)
 		goto out;
 	store(sh, &sh->mine->lease[free], inode->i_ino);
 	smp_mb();	/* the lease before the mark; the publisher's opposite */
-	if (!rec || !visible(rec, birth(inode))) {
+	err = -ESTALE;
+	if (rec && visible(rec, birth(inode)))
+		err = take_tree(inode->i_private, READ_ONCE(rec->root));
+	if (err) {
 		store(sh, &sh->mine->lease[free], 0);
-		err = -ESTALE;
 		goto out;
 	}
 	sh->refs[free] = 1;
-	err = 0;
 out:
 	mutex_unlock(&sh->lock);
 	return err;
@@ -572,8 +612,10 @@ void morsel_share_release(struct inode *inode)
 	for (i = 0; i < MPM_POOL_LEASES; i++) {
 		if (READ_ONCE(sh->mine->lease[i]) != inode->i_ino || !sh->refs[i])
 			continue;
-		if (!--sh->refs[i])
+		if (!--sh->refs[i]) {
+			drop_tree(inode->i_private);
 			store(sh, &sh->mine->lease[i], 0);
+		}
 		break;
 	}
 	mutex_unlock(&sh->lock);

@@ -3160,22 +3160,33 @@ static void disown(struct morsel *m, mentry_t e, int level)
 }
 
 /*
- * Free the morsel but not its tree: a persistent morsel whose inode keeps
- * a name when the instance is unmounted.
+ * Let go of the tree without freeing it: undo morsel_adopt_tree.  The
+ * morsel is left empty, its counts at zero.  A pool reader's morsel does
+ * this at its last close (pm_share.c), after which the publisher may free
+ * the tree.
  */
-void morsel_forget(struct morsel *m)
+void morsel_disown_tree(struct morsel *m)
 {
 	int level;
 
 	morsel_memerr_del(m);
 	disown(m, READ_ONCE(*m->rootp) & ~MPM_ROOT_ORDER_MASK, m->order);
 
-	atomic_long_sub(atomic_long_read(&m->nr_pages), &morsel_stat_pages);
-	atomic_long_sub(atomic_long_read(&m->nr_huge), &morsel_stat_huge);
-	atomic_long_sub(atomic_long_read(&m->nr_huge1g), &morsel_stat_huge1g);
+	atomic_long_sub(atomic_long_xchg(&m->nr_pages, 0), &morsel_stat_pages);
+	atomic_long_sub(atomic_long_xchg(&m->nr_huge, 0), &morsel_stat_huge);
+	atomic_long_sub(atomic_long_xchg(&m->nr_huge1g, 0), &morsel_stat_huge1g);
 	for (level = 0; level < MORSEL_TABLE_LEVELS; level++)
-		atomic_long_sub(atomic_long_read(&m->nr_tables[level]),
+		atomic_long_sub(atomic_long_xchg(&m->nr_tables[level], 0),
 				&morsel_stat_tables);
+}
+
+/*
+ * Free the morsel but not its tree: a persistent morsel whose inode keeps
+ * a name when the instance is unmounted.
+ */
+void morsel_forget(struct morsel *m)
+{
+	morsel_disown_tree(m);
 	mutex_destroy(&m->lock);
 	kfree(m);
 	atomic_long_dec(&morsel_stat_morsels);

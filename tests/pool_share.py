@@ -29,6 +29,16 @@ the rules checked here:
                                   (it reboots without unmounting) stops
                                   blocking the deletion one lease period
                                   after its heartbeat stops
+  reader_lets_go_of_freed_trees   the reader reads f and closes it (its
+                                  inode stays cached); the publisher
+                                  deletes f (freed at once: no lease) and
+                                  seals e, as large as the free space, on
+                                  f's record and pages; the reader reads e
+                                  and drops its inode cache: f's stale
+                                  inode must not touch e's tree (a reader
+                                  holds a tree only while it has the file
+                                  open; the debug kernel's run shows a
+                                  page table freed twice otherwise)
   cache_serves_every_host_from_one_load  every guest's morsel-cached runs
                                   with --pool; a client on each asks for
                                   the same file (on the shared 9p
@@ -110,13 +120,13 @@ def all_readers(prefix):
     return all(signalled("%s.%d" % (prefix, i)) for i in range(1, N))
 
 
-def content(tag):
+def content(tag, size=SIZE):
     out = bytearray()
     i = 0
-    while len(out) < SIZE:
+    while len(out) < size:
         out += hashlib.sha256(b"%s %d" % (tag, i)).digest()
         i += 1
-    return bytes(out[:SIZE])
+    return bytes(out[:size])
 
 
 def mount(opts, check=True):
@@ -159,10 +169,10 @@ def page0_pfn(path):
     return n
 
 
-def publish(name, tag):
+def publish(name, tag, size=SIZE):
     path = os.path.join(MNT, name)
     with open(path, "wb") as f:
-        f.write(content(tag))
+        f.write(content(tag, size))
         fcntl.ioctl(f.fileno(), SEAL)
 
 
@@ -247,6 +257,7 @@ def publisher():
         bad("pool_bad_options", "pool alone: %s, read-only without a pool: %s"
             % (errno.errorcode.get(e1, e1), errno.errorcode.get(e2, e2)))
     mount("pmem=%s,pool" % DEV)
+    publish("f", b"f")  # first: the lowest inode number, reused by e
     publish("a", b"a")
     publish("c", b"c")
     with open(CACHE_SRC, "wb") as f:
@@ -294,6 +305,18 @@ def publisher():
     else:
         bad("deletion_waits_for_the_lease", "kept while mapped: %s, freed after: %s (%d -> %d)"
             % (kept, freed, before, free_pages()))
+    if not wait_for(lambda: all_readers("f_closed")):
+        bad("reader_lets_go_of_freed_trees", "the readers did not read f")
+    before = free_pages()
+    os.unlink(os.path.join(MNT, "f"))
+    if free_pages() < before + PAGES:
+        bad("reader_lets_go_of_freed_trees", "f was not freed at once")
+    # e fills the pool: f's record, and the allocator wraps onto f's pages.
+    publish("e", b"e", (free_pages() - 256) * 4096)
+    signal("reused")
+    if not wait_for(lambda: all_readers("e_read")):
+        bad("reader_lets_go_of_freed_trees", "the readers did not read e")
+    os.unlink(os.path.join(MNT, "e"))
 
     cache_phase()
     if not wait_for(lambda: all_readers("cache_done")):
@@ -337,10 +360,14 @@ def reader():
 
     names = sorted(os.listdir(MNT))
     e = errno_of(lambda: os.open(os.path.join(MNT, "u"), os.O_RDONLY))
-    if names == ["a", "c"] and e == errno.ENOENT:
+    with open(os.path.join(MNT, "f"), "rb") as f:
+        f_ok = f.read() == content(b"f")
+    signal("f_closed.%d" % ME)
+    if names == ["a", "c", "f"] and e == errno.ENOENT and f_ok:
         ok("reader_sees_only_sealed_files")
     else:
-        bad("reader_sees_only_sealed_files", "listed %s, u: %s" % (names, errno.errorcode.get(e, e)))
+        bad("reader_sees_only_sealed_files", "listed %s, u: %s, f read %s"
+            % (names, errno.errorcode.get(e, e), f_ok))
 
     fd, m = map_ro(os.path.join(MNT, "a"))
     a_pfn = page0_pfn(os.path.join(MNT, "a"))
@@ -363,7 +390,7 @@ def reader():
     if not wait_for(lambda: signalled("deleted")):
         bad("deletion_waits_for_the_lease", "the publisher did not delete a")
         return
-    names = sorted(os.listdir(MNT))
+    names = sorted(n for n in os.listdir(MNT) if n != "f")
     same = m[:] == content(b"a")
     b_ok = "b" in names and open(os.path.join(MNT, "b"), "rb").read() == content(b"b")
     ok("new_files_appear_without_remount") if b_ok else \
@@ -374,6 +401,16 @@ def reader():
     m.close()
     os.close(fd)
     signal("closed.%d" % ME)
+    if not wait_for(lambda: signalled("reused")):
+        bad("reader_lets_go_of_freed_trees", "the publisher did not seal e")
+        return
+    with open(os.path.join(MNT, "e"), "rb") as f:
+        data = f.read()
+    e_ok = data == content(b"e", len(data))
+    subprocess.run(["sh", "-c", "echo 2 > /proc/sys/vm/drop_caches"], check=True)
+    signal("e_read.%d" % ME)
+    ok("reader_lets_go_of_freed_trees") if e_ok else \
+        bad("reader_lets_go_of_freed_trees", "e's bytes differ")
 
     cache_phase()
 
