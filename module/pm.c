@@ -888,6 +888,17 @@ int morsel_pm_new_inode(struct inode *inode)
  * regular file's was freed by morsel_destroy), then the record (root word,
  * then mode).  A crash in between leaves an orphan the next mount frees.
  */
+/* The last steps of freeing record @ino: its attributes, then the mode. */
+static void pm_free_record(struct morsel_pm *pm, struct mpm_inode *rec, u64 ino)
+{
+	pm_small_free(pm, &rec->xattr, 0, 0);
+	morsel_pm_store(pm, &rec->mode, 0);
+	atomic64_dec(&pm->nr_inodes);
+	mutex_lock(&pm->ino_lock);
+	pm->ino_hint = min_t(u64, pm->ino_hint, ino);
+	mutex_unlock(&pm->ino_lock);
+}
+
 void morsel_pm_free_inode(struct inode *inode)
 {
 	struct morsel_pm *pm = PM(inode->i_sb);
@@ -895,13 +906,8 @@ void morsel_pm_free_inode(struct inode *inode)
 
 	if (!rec)
 		return;
-	pm_small_free(pm, &rec->xattr, 0, 0);
 	pm_small_free(pm, &rec->root, mpm_root_order(rec->root), MPM_ROOT_ORDER_MASK);
-	morsel_pm_store(pm, &rec->mode, 0);
-	atomic64_dec(&pm->nr_inodes);
-	mutex_lock(&pm->ino_lock);
-	pm->ino_hint = min_t(u64, pm->ino_hint, inode->i_ino);
-	mutex_unlock(&pm->ino_lock);
+	pm_free_record(pm, rec, inode->i_ino);
 }
 
 /*
@@ -1869,12 +1875,7 @@ void morsel_pm_free_orphan(struct morsel_pm *pm, u64 ino)
 	root = READ_ONCE(rec->root);
 	morsel_pm_store(pm, &rec->root, 0);
 	pm_tree_drop(pm, root & ~MPM_ROOT_ORDER_MASK, mpm_root_order(root));
-	pm_small_free(pm, &rec->xattr, 0, 0);
-	morsel_pm_store(pm, &rec->mode, 0);
-	atomic64_dec(&pm->nr_inodes);
-	mutex_lock(&pm->ino_lock);
-	pm->ino_hint = min_t(u64, pm->ino_hint, ino);
-	mutex_unlock(&pm->ino_lock);
+	pm_free_record(pm, rec, ino);
 }
 
 const char *morsel_pm_path(struct super_block *sb)

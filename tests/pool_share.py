@@ -246,6 +246,16 @@ def cache_phase():
     signal("cache_done.%d" % ME)
 
 
+def deferred(name, kept, before):
+    """A deleted file's pages were @kept while leased; are they freed now?"""
+    freed = wait_for(lambda: free_pages() >= before + PAGES)
+    if kept and freed:
+        ok(name)
+    else:
+        bad(name, "kept while leased: %s, freed after: %s (%d -> %d free pages)"
+            % (kept, freed, before, free_pages()))
+
+
 def publisher():
     subprocess.run([MORSEL, "mkfs", "-f", DEV], check=True, capture_output=True)
     set_lease()
@@ -299,12 +309,7 @@ def publisher():
     if not wait_for(lambda: all_readers("closed")):
         bad("deletion_waits_for_the_lease", "the readers did not close a")
         return
-    freed = wait_for(lambda: free_pages() >= before + PAGES)
-    if kept and freed:
-        ok("deletion_waits_for_the_lease")
-    else:
-        bad("deletion_waits_for_the_lease", "kept while mapped: %s, freed after: %s (%d -> %d)"
-            % (kept, freed, before, free_pages()))
+    deferred("deletion_waits_for_the_lease", kept, before)
     if not wait_for(lambda: all_readers("f_closed")):
         bad("reader_lets_go_of_freed_trees", "the readers did not read f")
     before = free_pages()
@@ -326,12 +331,7 @@ def publisher():
         return
     before = free_pages()
     os.unlink(os.path.join(MNT, "c"))
-    kept = free_pages() <= before
-    freed = wait_for(lambda: free_pages() >= before + PAGES)
-    if kept and freed:
-        ok("dead_readers_leases_expire")
-    else:
-        bad("dead_readers_leases_expire", "kept at first: %s, freed later: %s" % (kept, freed))
+    deferred("dead_readers_leases_expire", free_pages() <= before, before)
 
     subprocess.run(["umount", MNT], check=True)
     r = subprocess.run([MORSEL, "fsck", DEV], capture_output=True, text=True)
